@@ -1,0 +1,3 @@
+module github.com/agentgate-dev/agentgate
+
+go 1.26
