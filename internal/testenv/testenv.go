@@ -1,0 +1,62 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Kind names a class of external dependency and the variable that makes it required.
+type Kind string
+
+const (
+	// AWS is an AWS-compatible endpoint (moto_server, LocalStack, a real account).
+	AWS Kind = "AGENTGATE_REQUIRE_AWS"
+	// External is any other tool outside Go: node, npm packages, protoc, aws-lambda-rie.
+	External Kind = "AGENTGATE_REQUIRE_EXTERNAL"
+)
+
+// Required reports whether missing dependencies of kind k must fail the test.
+func Required(k Kind) bool { return os.Getenv(string(k)) == "1" }
+
+// Missing skips the test with reason, or fails it when kind k is required.
+func Missing(t testing.TB, k Kind, reason string) {
+	t.Helper()
+	if Required(k) {
+		t.Fatalf("%s (required because %s=1)", reason, k)
+	}
+	t.Skip(reason)
+}
+
+// LookPath returns the path of the named program, or skips/fails as Missing does.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, External, name+" is not on PATH")
+	}
+	return p
+}
+
+// RepoRoot returns the module root (the directory holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testenv: cannot locate source file")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// NodeModule returns the path of an npm package installed under test/node_modules (by
+// `npm ci --prefix test`), or skips/fails as Missing does.
+func NodeModule(t testing.TB, pkg string) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(t), "test", "node_modules", filepath.FromSlash(pkg))
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		Missing(t, External, "npm package "+pkg+" is not installed; run: npm ci --prefix test")
+	}
+	return dir
+}
