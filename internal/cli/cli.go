@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by all binaries.
+const (
+	// ExitOK means success: no drift, verified, done.
+	ExitOK = 0
+	// ExitFound means the check ran and found something (drift, problems, failed verification).
+	ExitFound = 1
+	// ExitError means the command could not run: usage, unreadable input, unreachable server.
+	ExitUsage = 2
+)
+
+// ExitError is an error that selects the process exit code. A nil Err with a non-zero
+// Code exits quietly (the command has already reported what it found).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exit wraps err so that the process exits with code.
+func Exit(code int, err error) error { return &ExitError{Code: code, Err: err} }
+
+// Found reports that a check found something: exit 1 with no extra message.
+func Found() error { return &ExitError{Code: ExitFound} }
+
+// Env is what a main hands to its command tree instead of touching globals, so tests can run
+// the whole CLI in-process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; tests pass a map-backed function.
+	Getenv func(string) string
+}
+
+// OSEnv returns the process environment.
+func OSEnv() Env {
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// IsTerminal reports whether w is a character device (a terminal), for progress output.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Run executes root with args and returns the exit code. Errors are printed to env.Stderr as
+// one line, "NAME: message"; usage errors also point at --help.
+func Run(ctx context.Context, root *cobra.Command, args []string, env Env) int {
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	usage := false
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		usage = true
+		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+	})
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", root.Name(), oneLine(ee.Err.Error()))
+		}
+		return ee.Code
+	}
+	if !usage && isCobraUsageError(err) {
+		err = fmt.Errorf("%w (see '%s --help')", err, root.Name())
+	}
+	fmt.Fprintf(env.Stderr, "%s: %s\n", root.Name(), oneLine(err.Error()))
+	return ExitUsage
+}
+
+// isCobraUsageError recognises the errors cobra itself produces for bad arguments.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "received ", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// Usage returns an error that exits 2 with a pointer to the command's help.
+func Usage(cmd *cobra.Command, format string, a ...any) error {
+	return Exit(ExitUsage, fmt.Errorf("%s (see '%s --help')", fmt.Sprintf(format, a...), cmd.CommandPath()))
+}
