@@ -1,0 +1,11 @@
+// Package sqlitestore is the embedded storage driver for Padlock pads: one SQLite file
+// (modernc.org/sqlite, pure Go) in WAL mode with synchronous=FULL, so an acknowledged append
+// survives a crash or power loss once its 201 has been sent.
+//
+// Three handles share the file: one writer connection (every write is one short IMMEDIATE
+// transaction, rolled back on any error or context cancellation), a small read-only pool for
+// request reads, and a separate read-only connection for /health that issues no transaction
+// control at all, so polling health can never end or corrupt another request's transaction.
+// Writes are check-and-set on the pad row (see README.md), which is what the locker.Store
+// port promises and what the DynamoDB driver does with condition expressions.
+package sqlitestore

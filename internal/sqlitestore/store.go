@@ -1,0 +1,439 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentgate-dev/agentgate/internal/locker"
+)
+
+var _ locker.Store = (*Store)(nil)
+
+// Config configures Open. Only Path is required.
+type Config struct {
+	// Path is the database file. It is created (mode 0600) unless ReadOnly is set.
+	Path string
+	// ReadOnly opens the file for reading only and changes nothing in it (check-integrity).
+	// Every write method then fails.
+	ReadOnly bool
+	// BusyTimeout is how long a statement waits for another process's lock. Default 5s.
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read-only pool. Default 4.
+	ReadConns int
+}
+
+// Store is the SQLite implementation of locker.Store.
+type Store struct {
+	path     string
+	readOnly bool
+	w        *sql.DB // the one writer connection; nil when read-only
+	r        *sql.DB // read-only pool for request reads
+	h        *sql.DB // read-only connection for /health, no transaction control
+}
+
+// Open opens (and, unless read-only, creates and migrates) the database at cfg.Path.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("sqlitestore: Config.Path is required")
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = 5 * time.Second
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 4
+	}
+	abs, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	s := &Store{path: abs, readOnly: cfg.ReadOnly}
+	if cfg.ReadOnly {
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		}
+	} else {
+		// Create the file ourselves so it is private from the first byte.
+		f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		}
+		f.Close()
+		s.w, err = openDB(abs, "rw", cfg.BusyTimeout, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.migrate(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		}
+	}
+	if s.r, err = openDB(abs, "ro", cfg.BusyTimeout, cfg.ReadConns); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.h, err = openDB(abs, "ro", cfg.BusyTimeout, 1); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	return s, nil
+}
+
+func openDB(path, mode string, busy time.Duration, conns int) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	if mode == "rw" {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+	}
+	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	return db, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("begin migration", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return wrap("create schema", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING`, schemaVersion); err != nil {
+		return wrap("record schema version", err)
+	}
+	return wrap("commit migration", tx.Commit())
+}
+
+func (s *Store) checkVersion(ctx context.Context) error {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
+	if err != nil {
+		return fmt.Errorf("not a Padlock database (no schema version): %w", err)
+	}
+	if v != schemaVersion {
+		return fmt.Errorf("database schema version %q is not understood by this build (it understands %q)", v, schemaVersion)
+	}
+	return nil
+}
+
+// Close closes every handle. It is safe to call more than once.
+func (s *Store) Close() error {
+	var errs []error
+	for _, db := range []*sql.DB{s.w, s.r, s.h} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	s.w, s.r, s.h = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Path returns the database file's absolute path.
+func (s *Store) Path() string { return s.path }
+
+// wrap translates driver errors into the port's sentinels and adds context.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("%s: %w: %v", op, locker.ErrUnavailable, err)
+		case sqlite3.SQLITE_CONSTRAINT:
+			return fmt.Errorf("%s: %w: %v", op, locker.ErrConflict, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+var errReadOnly = errors.New("sqlitestore: store opened read-only")
+
+// write runs fn in one IMMEDIATE transaction on the writer connection. The transaction is
+// rolled back on any error, panic or context cancellation; nothing outside fn ends it.
+func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if s.w == nil {
+		return fmt.Errorf("%s: %w", op, errReadOnly)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap(op+": begin", err)
+	}
+	defer tx.Rollback() // no-op after a successful commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return wrap(op+": commit", tx.Commit())
+}
+
+// CreatePad implements locker.Store.
+func (s *Store) CreatePad(ctx context.Context, np locker.NewPad) error {
+	p := np.Pad
+	return s.write(ctx, "create pad", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO pads (id, write_key_hash, state, created_at, expires_at, max_blocks, max_bytes, block_count, total_bytes, head_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT (id) DO NOTHING`,
+			p.ID, p.WriteKeyHash, string(p.State), p.CreatedAt, p.ExpiresAt, p.MaxBlocks, p.MaxBytes, p.HeadHash)
+		if err := inserted(res, err, "insert pad", locker.ErrConflict); err != nil {
+			return err
+		}
+		if t := np.Ticket; t.Hash != "" {
+			res, err := tx.ExecContext(ctx, `INSERT INTO tickets (hash, pad_id, type, redeemed_count, max_reads, created_at)
+				VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (hash) DO NOTHING`, t.Hash, p.ID, string(t.Type), t.MaxReads, t.CreatedAt)
+			if err := inserted(res, err, "insert ticket", locker.ErrConflict); err != nil {
+				return err
+			}
+		}
+		if r := np.Receipt; r != nil {
+			res, err := tx.ExecContext(ctx, `INSERT INTO payment_receipts (tx_hash, pad_id, amount_units, payer, created_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT (tx_hash) DO NOTHING`, r.TxHash, p.ID, r.AmountUnits, r.Payer, r.CreatedAt)
+			if err := inserted(res, err, "insert receipt", locker.ErrRedeemed); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inserted turns "ON CONFLICT DO NOTHING inserted nothing" into the given sentinel.
+func inserted(res sql.Result, err error, op string, sentinel error) error {
+	if err != nil {
+		return wrap(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, sentinel)
+	}
+	return nil
+}
+
+const padColumns = `id, write_key_hash, state, created_at, expires_at, COALESCE(sealed_at, 0), max_blocks, max_bytes, block_count, total_bytes, head_hash`
+
+func scanPad(row interface{ Scan(...any) error }) (locker.Pad, error) {
+	var p locker.Pad
+	var state string
+	err := row.Scan(&p.ID, &p.WriteKeyHash, &state, &p.CreatedAt, &p.ExpiresAt, &p.SealedAt, &p.MaxBlocks, &p.MaxBytes, &p.BlockCount, &p.TotalBytes, &p.HeadHash)
+	p.State = locker.State(state)
+	return p, err
+}
+
+// Pad implements locker.Store.
+func (s *Store) Pad(ctx context.Context, id string) (locker.Pad, error) {
+	p, err := scanPad(s.r.QueryRowContext(ctx, `SELECT `+padColumns+` FROM pads WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return locker.Pad{}, fmt.Errorf("pad: %w", locker.ErrNotFound)
+	}
+	return p, wrap("read pad", err)
+}
+
+// padMissing distinguishes "condition failed" from "no such pad" after an update hit no row.
+func padMissing(ctx context.Context, tx *sql.Tx, op, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM pads WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, locker.ErrNotFound)
+	}
+	if err != nil {
+		return wrap(op, err)
+	}
+	return fmt.Errorf("%s: %w", op, locker.ErrConflict)
+}
+
+// AppendBlock implements locker.Store: one transaction that advances the pad row only if
+// it is still exactly as the caller read it, then inserts the block.
+func (s *Store) AppendBlock(ctx context.Context, b locker.Block) error {
+	n := len(b.Payload)
+	return s.write(ctx, "append block", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE pads SET block_count = block_count + 1, total_bytes = total_bytes + ?, head_hash = ?
+			WHERE id = ? AND state = 'open' AND expires_at > ? AND block_count = ? AND head_hash = ?
+			AND block_count < max_blocks AND total_bytes + ? <= max_bytes`,
+			n, b.CurrHash, b.PadID, b.CreatedAt, b.Seq, b.PrevHash, n)
+		if err != nil {
+			return wrap("append block: advance pad", err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return wrap("append block", err)
+		} else if k == 0 {
+			return padMissing(ctx, tx, "append block", b.PadID)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO blocks (pad_id, seq, prev_hash, curr_hash, content_type, payload, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, b.PadID, b.Seq, b.PrevHash, b.CurrHash, b.ContentType, b.Payload, b.CreatedAt)
+		return wrap("append block: insert", err)
+	})
+}
+
+// Seal implements locker.Store.
+func (s *Store) Seal(ctx context.Context, padID string, blockCount int, head string, sealedAt int64) error {
+	return s.write(ctx, "seal pad", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE pads SET state = 'sealed', sealed_at = ?
+			WHERE id = ? AND state = 'open' AND block_count = ? AND head_hash = ?`, sealedAt, padID, blockCount, head)
+		if err != nil {
+			return wrap("seal pad", err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return wrap("seal pad", err)
+		} else if k == 0 {
+			return padMissing(ctx, tx, "seal pad", padID)
+		}
+		return nil
+	})
+}
+
+// Expire implements locker.Store.
+func (s *Store) Expire(ctx context.Context, padID string) error {
+	return s.write(ctx, "expire pad", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE pads SET state = 'expired' WHERE id = ? AND state = 'open'`, padID)
+		if err != nil {
+			return wrap("expire pad", err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return wrap("expire pad", err)
+		} else if k == 0 {
+			if err := padMissing(ctx, tx, "expire pad", padID); errors.Is(err, locker.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Blocks implements locker.Store.
+func (s *Store) Blocks(ctx context.Context, padID string, from, to int) ([]locker.Block, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, prev_hash, curr_hash, content_type, payload, created_at
+		FROM blocks WHERE pad_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`, padID, from, to)
+	if err != nil {
+		return nil, wrap("read blocks", err)
+	}
+	defer rows.Close()
+	var out []locker.Block
+	for rows.Next() {
+		b := locker.Block{PadID: padID}
+		if err := rows.Scan(&b.Seq, &b.PrevHash, &b.CurrHash, &b.ContentType, &b.Payload, &b.CreatedAt); err != nil {
+			return nil, wrap("read blocks", err)
+		}
+		out = append(out, b)
+	}
+	return out, wrap("read blocks", rows.Err())
+}
+
+// PutTicket implements locker.Store.
+func (s *Store) PutTicket(ctx context.Context, t locker.Ticket) error {
+	return s.write(ctx, "put ticket", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO tickets (hash, pad_id, type, redeemed_count, max_reads, created_at)
+			VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (hash) DO NOTHING`, t.Hash, t.PadID, string(t.Type), t.MaxReads, t.CreatedAt)
+		return inserted(res, err, "put ticket", locker.ErrConflict)
+	})
+}
+
+const ticketColumns = `hash, pad_id, type, redeemed_count, max_reads, COALESCE(lease_started_at, 0), created_at`
+
+func scanTicket(row interface{ Scan(...any) error }) (locker.Ticket, error) {
+	var t locker.Ticket
+	var typ string
+	err := row.Scan(&t.Hash, &t.PadID, &typ, &t.RedeemedCount, &t.MaxReads, &t.LeaseStartedAt, &t.CreatedAt)
+	t.Type = locker.TicketType(typ)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("ticket: %w", locker.ErrNotFound)
+	}
+	return t, wrap("read ticket", err)
+}
+
+// Ticket implements locker.Store.
+func (s *Store) Ticket(ctx context.Context, hash string) (locker.Ticket, error) {
+	return scanTicket(s.r.QueryRowContext(ctx, `SELECT `+ticketColumns+` FROM tickets WHERE hash = ?`, hash))
+}
+
+// RecordRead implements locker.Store.
+func (s *Store) RecordRead(ctx context.Context, hash string, now int64) (locker.Ticket, error) {
+	var t locker.Ticket
+	err := s.write(ctx, "record read", func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTicket(tx.QueryRowContext(ctx, `UPDATE tickets SET lease_started_at = COALESCE(lease_started_at, ?),
+			redeemed_count = redeemed_count + 1 WHERE hash = ? RETURNING `+ticketColumns, now, hash))
+		return err
+	})
+	return t, err
+}
+
+// HasReceipt implements locker.Store.
+func (s *Store) HasReceipt(ctx context.Context, txHash string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM payment_receipts WHERE tx_hash = ?`, txHash).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, wrap("read receipt", err)
+}
+
+// Health implements locker.Store. It reads on its own read-only connection and issues no
+// BEGIN, COMMIT or ROLLBACK.
+func (s *Store) Health(ctx context.Context) (locker.StoreHealth, error) {
+	var h locker.StoreHealth
+	var mode string
+	if err := s.h.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return h, wrap("health: journal mode", err)
+	}
+	h.WALMode = mode == "wal"
+	err := s.h.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(state = 'open'), 0), COALESCE(SUM(state = 'sealed'), 0) FROM pads`).
+		Scan(&h.Pads.Total, &h.Pads.Unsealed, &h.Pads.Sealed)
+	if err != nil {
+		return h, wrap("health: count pads", err)
+	}
+	h.Writable = !s.readOnly && s.w != nil && fileWritable(s.path)
+	return h, nil
+}
+
+// EachPad calls fn for every pad in ID order (for check-integrity; not a request path).
+func (s *Store) EachPad(ctx context.Context, fn func(locker.Pad) error) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+padColumns+` FROM pads ORDER BY id`)
+	if err != nil {
+		return wrap("list pads", err)
+	}
+	var pads []locker.Pad
+	for rows.Next() {
+		p, err := scanPad(rows)
+		if err != nil {
+			rows.Close()
+			return wrap("list pads", err)
+		}
+		pads = append(pads, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return wrap("list pads", err)
+	}
+	for _, p := range pads {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
