@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/app"
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/logx"
+	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/version"
+)
+
+// shutdownGrace bounds how long in-flight requests may take to finish after SIGTERM.
+const shutdownGrace = 15 * time.Second
+
+func newRoot(env cli.Env) *cobra.Command {
+	var db, host string
+	var port int
+	root := &cobra.Command{
+		Use:   "lockerd",
+		Short: "Padlock daemon: tamper-evident append-only pads for agent handoff",
+		Long: `lockerd serves the Padlock HTTP API from one SQLite file.
+
+Configuration comes from flags, then environment variables, then defaults:
+  --db    LOCKER_DB_PATH             (locker.db)
+  --host  LOCKER_HOST                (127.0.0.1)
+  --port  LOCKER_PORT                (8000)
+          LOCKER_MODE                open (default; aliases local, dev) or txid (alias x402)
+          LOCKER_READ_LEASE_SECONDS  read_once lease window (600)
+          LOCKER_LOG_LEVEL           debug, info, warn, error (info)
+
+Logs go to stderr (JSON unless stderr is a terminal) and never contain write keys or
+tickets. SIGTERM or Ctrl-C finishes in-flight requests, then exits.
+
+Exit codes: 0 clean shutdown, 1 refused configuration, 2 could not start (usage, store).`,
+		Example: `  lockerd --db /var/lib/padlock/locker.db
+  curl -s http://127.0.0.1:8000/v1/pads/demo-pad-v1/blocks`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			getenv := func(k string) string {
+				switch {
+				case k == "LOCKER_DB_PATH" && cmd.Flags().Changed("db"):
+					return db
+				case k == "LOCKER_HOST" && cmd.Flags().Changed("host"):
+					return host
+				case k == "LOCKER_PORT" && cmd.Flags().Changed("port"):
+					return strconv.Itoa(port)
+				}
+				return env.Getenv(k)
+			}
+			cfg, err := config.LoadLocker(getenv)
+			if err != nil {
+				return cli.Exit(1, fmt.Errorf("refusing to start: %w", err))
+			}
+			return serve(cmd.Context(), cfg, env, nil)
+		},
+	}
+	root.Flags().StringVar(&db, "db", "", "SQLite database file (env LOCKER_DB_PATH, default locker.db)")
+	root.Flags().StringVar(&host, "host", "", "bind address (env LOCKER_HOST, default 127.0.0.1)")
+	root.Flags().IntVar(&port, "port", 0, "bind port, 0 picks a free one (env LOCKER_PORT, default 8000)")
+	root.AddCommand(newCheckIntegrity(env), newVersion(env))
+	return root
+}
+
+// serve runs the daemon until ctx is cancelled. ready, when set, receives the bound address.
+func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- string) error {
+	log := logx.New(env.Stderr, cfg.LogLevel)
+	store, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: cfg.DBPath})
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot open the pad store: %w", err))
+	}
+	defer store.Close()
+	h, err := app.LockerHandler(ctx, cfg, store, nil, log)
+	if err != nil {
+		if cfg.Mode == config.ModeTxid {
+			return cli.Exit(1, fmt.Errorf("refusing to start: %w", err))
+		}
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot listen on %s: %w (set LOCKER_PORT or --port)", cfg.Addr(), err))
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	url := "http://" + ln.Addr().String()
+	log.InfoContext(ctx, "lockerd listening", "url", url, "version", version.String(), "db_path", store.Path(), "mode", string(cfg.Mode))
+	fmt.Fprintf(env.Stderr, "lockerd %s serving %s (store %s)\n  try: curl -s %s/v1/pads/demo-pad-v1/blocks\n", version.Version, url, store.Path(), url)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("server stopped: %w", err))
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("shutdown: %w", err))
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	return nil
+}
+
+func newVersion(env cli.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and the commit this binary was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(env.Stdout, "lockerd %s\n", version.String())
+			return err
+		},
+	}
+}
+
+// integrityReport is check-integrity's --json document (docs/lockerd.md).
+type integrityReport struct {
+	Database    string      `json:"database"`
+	PadsChecked int         `json:"pads_checked"`
+	Problems    int         `json:"pads_with_problems"`
+	Consistent  bool        `json:"consistent"`
+	Pads        []padReport `json:"pads"`
+}
+
+type padReport struct {
+	PadID      string   `json:"pad_id"`
+	State      string   `json:"state"`
+	BlockCount int      `json:"block_count"`
+	TotalBytes int      `json:"total_bytes"`
+	HeadHash   string   `json:"head_hash"`
+	Consistent bool     `json:"consistent"`
+	Problems   []string `json:"problems"`
+}
+
+func newCheckIntegrity(env cli.Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check-integrity DB",
+		Short: "Check every pad's chain in a database, read-only",
+		Long: `check-integrity opens the database read-only, changes nothing, and checks every pad:
+contiguous seq, prev linkage from genesis, each curr_hash recomputed from its payload, the
+stored head and the byte and block counts.
+
+It cannot tell you that acknowledged data was lost: a chain whose tail was discarded looks
+like a shorter consistent chain. Compare against your own acknowledgment records for that.
+
+Exit codes: 0 every pad consistent, 1 problems found, 2 the database could not be read.`,
+		Example: `  lockerd check-integrity locker.db --json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: args[0], ReadOnly: true})
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read %s: %w", args[0], err))
+			}
+			defer store.Close()
+			rep := integrityReport{Database: store.Path(), Pads: []padReport{}}
+			err = store.EachPad(ctx, func(p locker.Pad) error {
+				blocks, err := store.Blocks(ctx, p.ID, 0, 1<<31-1)
+				if err != nil {
+					return err
+				}
+				problems := locker.Audit(p, blocks)
+				pr := padReport{PadID: p.ID, State: string(p.State), BlockCount: p.BlockCount, TotalBytes: p.TotalBytes,
+					HeadHash: p.HeadHash, Consistent: len(problems) == 0, Problems: problems}
+				if pr.Problems == nil {
+					pr.Problems = []string{}
+				} else {
+					rep.Problems++
+				}
+				rep.Pads = append(rep.Pads, pr)
+				return nil
+			})
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read %s: %w", args[0], err))
+			}
+			rep.PadsChecked = len(rep.Pads)
+			rep.Consistent = rep.Problems == 0
+			if asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range rep.Pads {
+					if p.Consistent {
+						fmt.Fprintf(env.Stdout, "ok        %s  %s, %d blocks, %d bytes, head %s\n", p.PadID, p.State, p.BlockCount, p.TotalBytes, p.HeadHash)
+						continue
+					}
+					fmt.Fprintf(env.Stdout, "PROBLEMS  %s  %s, %d blocks, %d bytes\n", p.PadID, p.State, p.BlockCount, p.TotalBytes)
+					for _, pr := range p.Problems {
+						fmt.Fprintf(env.Stdout, "          - %s\n", pr)
+					}
+				}
+				fmt.Fprintf(env.Stdout, "%d pad(s) checked, %d with problems\n", rep.PadsChecked, rep.Problems)
+			}
+			if !rep.Consistent {
+				return cli.Found()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document")
+	return cmd
+}

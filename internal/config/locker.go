@@ -1,0 +1,120 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Mode is the daemon's payment mode.
+type Mode string
+
+// Payment modes.
+const (
+	// ModeOpen serves pads for free (LOCKER_MODE open, local or dev).
+	ModeOpen Mode = "open"
+	// ModeTxid requires a verified on-chain payment per pad (LOCKER_MODE txid or x402).
+	ModeTxid Mode = "txid"
+)
+
+// Locker is the configuration of lockerd and the pads Lambda.
+type Locker struct {
+	// Mode is LOCKER_MODE: open (default; aliases local, dev) or txid (alias x402). Any other
+	// non-empty value is refused.
+	Mode Mode
+	// DBPath is LOCKER_DB_PATH, the SQLite file. Default "locker.db".
+	DBPath string
+	// Host is LOCKER_HOST, the bind address. Default "127.0.0.1".
+	Host string
+	// Port is LOCKER_PORT. Default 8000.
+	Port int
+	// LeaseSeconds is LOCKER_READ_LEASE_SECONDS, the read_once lease window. Default 600.
+	LeaseSeconds int
+	// LogLevel is LOCKER_LOG_LEVEL: debug, info (default), warn or error.
+	LogLevel slog.Level
+	// WalletAddress is PAYMENT_WALLET_ADDRESS, the receiving address in txid mode.
+	WalletAddress string
+	// RPCURL is BASE_RPC_URL. Default "https://mainnet.base.org".
+	RPCURL string
+	// RequiredUnits is REQUIRED_USDC_UNITS, the minimum payment in token units. Default 2000.
+	RequiredUnits int64
+	// USDCContract is USDC_CONTRACT. Default Base native USDC.
+	USDCContract string
+}
+
+// Addr is Host:Port.
+func (c Locker) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
+// LogValue logs the effective configuration; it holds no secrets.
+func (c Locker) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("mode", string(c.Mode)), slog.String("db_path", c.DBPath),
+		slog.String("addr", c.Addr()), slog.Int("lease_seconds", c.LeaseSeconds))
+}
+
+var evmAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+
+// LoadLocker reads the Locker configuration through getenv.
+func LoadLocker(getenv func(string) string) (Locker, error) {
+	c := Locker{DBPath: "locker.db", Host: "127.0.0.1", Port: 8000, LeaseSeconds: 600, LogLevel: slog.LevelInfo,
+		RPCURL: "https://mainnet.base.org", RequiredUnits: 2000, USDCContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}
+	var errs []error
+	switch m := strings.ToLower(strings.TrimSpace(getenv("LOCKER_MODE"))); m {
+	case "", "open", "local", "dev":
+		c.Mode = ModeOpen
+	case "txid", "x402":
+		c.Mode = ModeTxid
+	default:
+		errs = append(errs, fmt.Errorf("LOCKER_MODE=%q is not a mode: use open (free pads) or txid (pay per pad)", m))
+	}
+	if v := getenv("LOCKER_DB_PATH"); v != "" {
+		c.DBPath = v
+	}
+	if v := getenv("LOCKER_HOST"); v != "" {
+		c.Host = v
+	}
+	intVar(getenv, "LOCKER_PORT", &c.Port, 1, 65535, &errs)
+	intVar(getenv, "LOCKER_READ_LEASE_SECONDS", &c.LeaseSeconds, 1, 1<<31-1, &errs)
+	if v := strings.TrimSpace(getenv("LOCKER_LOG_LEVEL")); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("LOCKER_LOG_LEVEL=%q: use debug, info, warn or error", v))
+		}
+	}
+	c.WalletAddress = strings.TrimSpace(getenv("PAYMENT_WALLET_ADDRESS"))
+	if c.WalletAddress != "" && !evmAddress.MatchString(c.WalletAddress) {
+		errs = append(errs, fmt.Errorf("PAYMENT_WALLET_ADDRESS=%q is not a 0x-prefixed 20-byte address", c.WalletAddress))
+	}
+	if v := strings.TrimSpace(getenv("BASE_RPC_URL")); v != "" {
+		c.RPCURL = v
+	}
+	if v := strings.TrimSpace(getenv("REQUIRED_USDC_UNITS")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("REQUIRED_USDC_UNITS=%q must be a positive integer", v))
+		}
+		c.RequiredUnits = n
+	}
+	if v := strings.TrimSpace(getenv("USDC_CONTRACT")); v != "" {
+		if !evmAddress.MatchString(v) {
+			errs = append(errs, fmt.Errorf("USDC_CONTRACT=%q is not a 0x-prefixed 20-byte address", v))
+		}
+		c.USDCContract = v
+	}
+	return c, errors.Join(errs...)
+}
+
+func intVar(getenv func(string) string, name string, dst *int, lo, hi int, errs *[]error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		*errs = append(*errs, fmt.Errorf("%s=%q must be an integer from %d to %d", name, v, lo, hi))
+		return
+	}
+	*dst = n
+}

@@ -1,0 +1,519 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/locker"
+)
+
+// Payments decides pay-per-pad creates (LOCKER_MODE=txid). A nil Payments is open mode.
+type Payments interface {
+	// Admit runs the payment steps of POST /v1/pads for the X-Payment-Proof value (trimmed,
+	// possibly empty). It returns the receipt to commit with the pad, or a response to send
+	// instead (challenge, refusal). It never returns raw provider errors.
+	Admit(ctx context.Context, proof string) (*locker.Receipt, *Refusal)
+	// Probe reports whether the payment RPC answers, for /health; it must be fast.
+	Probe(ctx context.Context) bool
+	// Network names the payment network for /health ("base").
+	Network() string
+}
+
+// Refusal is a complete payment-path response: status, optional headers and a JSON body.
+type Refusal struct {
+	Status int
+	Header http.Header
+	Body   any
+}
+
+// Config configures the handler.
+type Config struct {
+	// Service applies the pad rules. Required.
+	Service *locker.Service
+	// Payments enables txid mode when non-nil.
+	Payments Payments
+	// Version is reported by /health. Default "dev".
+	Version string
+	// Logger receives one line per request (method, route, status, duration, request id;
+	// never the URL or headers). Default: discard.
+	Logger *slog.Logger
+}
+
+type api struct {
+	svc     *locker.Service
+	pay     Payments
+	version string
+	log     *slog.Logger
+}
+
+// New returns the Padlock HTTP handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("httpapi: Config.Service is required")
+	}
+	a := &api{svc: cfg.Service, pay: cfg.Payments, version: cfg.Version, log: cfg.Logger}
+	if a.version == "" {
+		a.version = "dev"
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a, nil
+}
+
+type ctxKey struct{}
+
+type reqInfo struct {
+	id    string
+	route string
+}
+
+func requestID(r *http.Request) string {
+	if ri, ok := r.Context().Value(ctxKey{}).(*reqInfo); ok {
+		return ri.id
+	}
+	return ""
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP routes a request. The route table is small enough that a hand-written matcher
+// gives the contract's exact 404/405 bodies without a router dependency.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ri := &reqInfo{id: newRequestID()}
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header().Set("X-Request-Id", ri.id)
+	a.route(sw, r, ri)
+	a.log.InfoContext(r.Context(), "request", slog.String("request_id", ri.id), slog.String("method", r.Method),
+		slog.String("route", ri.route), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
+}
+
+func (a *api) route(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
+	path := r.URL.Path
+	var handler func(http.ResponseWriter, *http.Request, string)
+	var methods []string
+	padID := ""
+	switch {
+	case path == "/health":
+		ri.route, methods = "/health", []string{http.MethodGet, http.MethodHead}
+		handler = func(w http.ResponseWriter, r *http.Request, _ string) { a.health(w, r) }
+	case path == "/v1/pads":
+		ri.route, methods = "/v1/pads", []string{http.MethodPost}
+		handler = func(w http.ResponseWriter, r *http.Request, _ string) { a.create(w, r) }
+	case strings.HasPrefix(path, "/v1/pads/"):
+		rest := path[len("/v1/pads/"):]
+		slash := strings.IndexByte(rest, '/')
+		if slash <= 0 {
+			break
+		}
+		padID = rest[:slash]
+		switch action := rest[slash+1:]; action {
+		case "append":
+			methods, handler = []string{http.MethodPost}, a.append
+		case "seal":
+			methods, handler = []string{http.MethodPost}, a.seal
+		case "tickets":
+			methods, handler = []string{http.MethodPost}, a.tickets
+		case "manifest":
+			methods, handler = []string{http.MethodGet}, a.manifest
+		case "blocks":
+			methods, handler = []string{http.MethodGet}, a.blocks
+		}
+		if handler != nil {
+			ri.route = "/v1/pads/{pad_id}/" + rest[slash+1:]
+		}
+	}
+	if handler == nil {
+		ri.route = "unknown"
+		writeJSON(w, http.StatusNotFound, plainError{Detail: "Not Found"})
+		return
+	}
+	for _, m := range methods {
+		if r.Method == m {
+			handler(w, r, padID)
+			return
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeJSON(w, http.StatusMethodNotAllowed, plainError{Detail: "Method Not Allowed"})
+}
+
+// writeJSON writes v as compact JSON, without HTML escaping and with raw UTF-8, as the
+// peer's framework does.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"detail":"Internal Server Error"}`, http.StatusInternalServerError)
+		return
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeKey extracts the write key the way the peer's HTTPBearer does: scheme compared
+// case-insensitively, the credential is everything after the first space.
+func writeKey(r *http.Request) (string, bool) {
+	auth := r.Header.Get("Authorization")
+	scheme, cred, ok := strings.Cut(auth, " ")
+	if !ok || scheme == "" || cred == "" || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	return cred, true
+}
+
+// readTicket takes ?ticket= first, else an exact-case "Bearer " Authorization header.
+func readTicket(r *http.Request) string {
+	if t := r.URL.Query().Get("ticket"); t != "" {
+		return t
+	}
+	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		return strings.TrimSpace(auth[len("Bearer "):])
+	}
+	return ""
+}
+
+type healthBody struct {
+	Status   string         `json:"status"`
+	Version  string         `json:"version"`
+	Database healthDatabase `json:"database"`
+	RPC      healthRPC      `json:"rpc"`
+	Pads     healthPads     `json:"pads"`
+}
+
+type healthDatabase struct {
+	Writable bool `json:"writable"`
+	WALMode  bool `json:"wal_mode"`
+}
+
+type healthRPC struct {
+	Network   string `json:"network"`
+	Reachable *bool  `json:"reachable"`
+}
+
+type healthPads struct {
+	Total    int `json:"total"`
+	Unsealed int `json:"unsealed"`
+	Sealed   int `json:"sealed"`
+}
+
+func (a *api) health(w http.ResponseWriter, r *http.Request) {
+	h, err := a.svc.Health(r.Context())
+	network := "base"
+	if a.pay != nil {
+		network = a.pay.Network()
+	}
+	body := healthBody{Status: "ok", Version: a.version, RPC: healthRPC{Network: network},
+		Database: healthDatabase{Writable: h.Writable, WALMode: h.WALMode},
+		Pads:     healthPads{Total: h.Pads.Total, Unsealed: h.Pads.Unsealed, Sealed: h.Pads.Sealed}}
+	if err != nil || !h.Writable {
+		if err != nil {
+			a.log.WarnContext(r.Context(), "health: store unreadable", slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
+		}
+		body.Status = "unavailable"
+		body.Database.Writable = false
+		writeJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	reachable := true
+	if a.pay != nil {
+		reachable = a.pay.Probe(r.Context())
+	}
+	body.RPC.Reachable = &reachable
+	writeJSON(w, http.StatusOK, body)
+}
+
+type createdBody struct {
+	PadID      string `json:"pad_id"`
+	WriteKey   string `json:"write_key"`
+	ReadTicket string `json:"read_ticket"`
+}
+
+func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	body, err := readCapped(r, locker.MaxJSONBodyBytes)
+	if err != nil {
+		a.bodyError(w, r, err, locker.ErrBodyTooLarge)
+		return
+	}
+	obj, ok := jsonObject(body)
+	if !ok {
+		a.writeError(w, r, locker.ErrInvalidBody)
+		return
+	}
+	req := locker.DefaultCreateRequest()
+	var okTTL, okMax bool
+	req.TTLSeconds, okTTL = intField(obj, "ttl_seconds", req.TTLSeconds)
+	req.MaxBlocks, okMax = intField(obj, "max_blocks", req.MaxBlocks)
+	if !okTTL || !okMax || req.Validate() != nil {
+		a.writeError(w, r, locker.ErrInvalidBody)
+		return
+	}
+	var receipt *locker.Receipt
+	if a.pay != nil {
+		var ref *Refusal
+		receipt, ref = a.pay.Admit(r.Context(), strings.TrimSpace(r.Header.Get("X-Payment-Proof")))
+		if ref != nil {
+			for k, vs := range ref.Header {
+				for _, v := range vs {
+					w.Header().Add(k, v)
+				}
+			}
+			writeJSON(w, ref.Status, ref.Body)
+			return
+		}
+	}
+	c, err := a.svc.Create(r.Context(), req, receipt)
+	if errors.Is(err, locker.ErrRedeemed) {
+		writeJSON(w, http.StatusConflict, plainError{Detail: "payment already redeemed"})
+		return
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, createdBody{PadID: c.PadID, WriteKey: c.WriteKey, ReadTicket: c.ReadTicket})
+}
+
+// bodyError answers a failed capped read.
+func (a *api) bodyError(w http.ResponseWriter, r *http.Request, err error, tooLarge *locker.Error) {
+	if errors.Is(err, errTooLarge) {
+		// The rest of the body is never read: close the connection rather than drain it.
+		w.Header().Set("Connection", "close")
+		a.writeError(w, r, tooLarge)
+		return
+	}
+	a.writeError(w, r, err)
+}
+
+type ackBody struct {
+	PadID    string `json:"pad_id"`
+	Seq      int    `json:"seq"`
+	CurrHash string `json:"curr_hash"`
+}
+
+func (a *api) append(w http.ResponseWriter, r *http.Request, padID string) {
+	payload, err := readCapped(r, locker.MaxBlockBytes)
+	if err != nil {
+		a.bodyError(w, r, err, locker.ErrBlockTooLarge)
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	if _, present := r.Header["Content-Type"]; !present {
+		ct = "application/json"
+	}
+	key, hasKey := writeKey(r)
+	ack, err := a.svc.Append(r.Context(), padID, key, hasKey, ct, payload)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ackBody{PadID: ack.PadID, Seq: ack.Seq, CurrHash: ack.CurrHash})
+}
+
+type sealBody struct {
+	PadID    string `json:"pad_id"`
+	State    string `json:"state"`
+	SealedAt int64  `json:"sealed_at"`
+	HeadHash string `json:"head_hash"`
+}
+
+// seal never reads the request body.
+func (a *api) seal(w http.ResponseWriter, r *http.Request, padID string) {
+	key, hasKey := writeKey(r)
+	s, err := a.svc.Seal(r.Context(), padID, key, hasKey)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sealBody{PadID: s.PadID, State: string(s.State), SealedAt: s.SealedAt, HeadHash: s.HeadHash})
+}
+
+type ticketBody struct {
+	PadID  string `json:"pad_id"`
+	Ticket string `json:"ticket"`
+	Type   string `json:"type"`
+}
+
+func (a *api) tickets(w http.ResponseWriter, r *http.Request, padID string) {
+	body, err := readCapped(r, locker.MaxJSONBodyBytes)
+	if err != nil {
+		a.bodyError(w, r, err, locker.ErrBodyTooLarge)
+		return
+	}
+	obj, ok := jsonObject(body)
+	if !ok {
+		a.writeError(w, r, locker.ErrInvalidBody)
+		return
+	}
+	typ := locker.TicketReadUnlimited
+	if raw, present := obj["type"]; present {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			a.writeError(w, r, locker.ErrInvalidBody)
+			return
+		}
+		if typ, err = locker.ParseTicketType(v); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	key, hasKey := writeKey(r)
+	m, err := a.svc.MintTicket(r.Context(), padID, key, hasKey, typ)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ticketBody{PadID: m.PadID, Ticket: m.Ticket, Type: string(m.Type)})
+}
+
+type manifestBody struct {
+	PadID      string `json:"pad_id"`
+	State      string `json:"state"`
+	BlockCount int    `json:"block_count"`
+	TotalBytes int    `json:"total_bytes"`
+	SealedAt   *int64 `json:"sealed_at"`
+	HeadHash   string `json:"head_hash"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+}
+
+func (a *api) manifest(w http.ResponseWriter, r *http.Request, padID string) {
+	p, err := a.svc.Manifest(r.Context(), padID)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	m := manifestBody{PadID: p.ID, State: string(p.State), BlockCount: p.BlockCount, TotalBytes: p.TotalBytes,
+		HeadHash: p.HeadHash, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt}
+	if p.SealedAt != 0 {
+		m.SealedAt = &p.SealedAt
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+type blockBody struct {
+	Seq         int     `json:"seq"`
+	PrevHash    string  `json:"prev_hash"`
+	CurrHash    string  `json:"curr_hash"`
+	ContentType string  `json:"content_type"`
+	PayloadB64  string  `json:"payload_b64"`
+	PayloadUTF8 *string `json:"payload_utf8"`
+	CreatedAt   int64   `json:"created_at"`
+}
+
+type blocksBody struct {
+	PadID       string      `json:"pad_id"`
+	From        int         `json:"from"`
+	To          int         `json:"to"`
+	Count       int         `json:"count"`
+	TotalBlocks int         `json:"total_blocks"`
+	Blocks      []blockBody `json:"blocks"`
+}
+
+// validationItem is one entry of error shape 3, the framework's query validation list.
+type validationItem struct {
+	Type  string   `json:"type"`
+	Loc   []string `json:"loc"`
+	Msg   string   `json:"msg"`
+	Input string   `json:"input"`
+}
+
+// queryInt parses an optional integer query parameter as the peer's framework does: the
+// last value wins, surrounding whitespace is allowed, out-of-range values saturate.
+func queryInt(r *http.Request, name string) (n int, present bool, bad *validationItem) {
+	vals, ok := r.URL.Query()[name]
+	if !ok || len(vals) == 0 {
+		return 0, false, nil
+	}
+	raw := vals[len(vals)-1]
+	v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, true, &validationItem{Type: "int_parsing", Loc: []string{"query", name},
+				Msg: "Input should be a valid integer, unable to parse string as an integer", Input: raw}
+		}
+	}
+	switch {
+	case v > math.MaxInt32:
+		v = math.MaxInt32
+	case v < math.MinInt32:
+		v = math.MinInt32
+	}
+	return int(v), true, nil
+}
+
+func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
+	from, _, badFrom := queryInt(r, "from")
+	to, hasTo, badTo := queryInt(r, "to")
+	if badFrom != nil || badTo != nil {
+		var items []validationItem
+		for _, b := range []*validationItem{badFrom, badTo} {
+			if b != nil {
+				items = append(items, *b)
+			}
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, struct {
+			Detail []validationItem `json:"detail"`
+		}{items})
+		return
+	}
+	s, err := a.svc.ReadBlocks(r.Context(), padID, readTicket(r), from, to, hasTo)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := blocksBody{PadID: s.PadID, From: s.From, To: s.To, Count: len(s.Blocks), TotalBlocks: s.TotalBlocks, Blocks: make([]blockBody, len(s.Blocks))}
+	for i, b := range s.Blocks {
+		bb := blockBody{Seq: b.Seq, PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType,
+			PayloadB64: base64.StdEncoding.EncodeToString(b.Payload), CreatedAt: b.CreatedAt}
+		if utf8.Valid(b.Payload) {
+			text := string(b.Payload)
+			bb.PayloadUTF8 = &text
+		}
+		out.Blocks[i] = bb
+	}
+	writeJSON(w, http.StatusOK, out)
+}
