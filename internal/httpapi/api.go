@@ -178,6 +178,11 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, ri *reqInfo) {
 // writeJSON writes v as compact JSON, without HTML escaping and with raw UTF-8, as the
 // peer's framework does.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONFor(w, nil, status, v)
+}
+
+// writeJSONFor is writeJSON that sends headers only when r is a HEAD request.
+func writeJSONFor(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -190,7 +195,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	if r == nil || r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
 }
 
 // writeKey extracts the write key the way the peer's HTTPBearer does: scheme compared
@@ -254,7 +261,7 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Status = "unavailable"
 		body.Database.Writable = false
-		writeJSON(w, http.StatusServiceUnavailable, body)
+		writeJSONFor(w, r, http.StatusServiceUnavailable, body)
 		return
 	}
 	reachable := true
@@ -262,7 +269,7 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) {
 		reachable = a.pay.Probe(r.Context())
 	}
 	body.RPC.Reachable = &reachable
-	writeJSON(w, http.StatusOK, body)
+	writeJSONFor(w, r, http.StatusOK, body)
 }
 
 type createdBody struct {

@@ -3,6 +3,7 @@ package locker
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"unicode/utf8"
 )
 
@@ -28,7 +29,7 @@ func EnvelopeError(payload []byte) string {
 	if err := dec.Decode(&v); err != nil {
 		return "payload must be JSON"
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return "payload must be JSON" // trailing data after the value
 	}
 	obj, ok := v.(map[string]any)

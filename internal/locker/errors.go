@@ -8,16 +8,16 @@ type Kind uint8
 
 // Refusal kinds, one per wire error code of the contract.
 const (
-	KindBadRequest   Kind = iota + 1 // bad_request: empty payload, invalid envelope
-	KindUnauthorized                 // unauthorized: write key or read ticket missing or wrong
-	KindForbidden                    // forbidden: read lease over
-	KindNotFound                     // not_found: unknown pad
-	KindConflict                     // conflict: sealed pad, quota, lost race
-	KindInconsistent                 // inconsistent_pad: seal-time audit failed
-	KindGone                         // gone: write window over
-	KindTooLarge                     // payload_too_large: block, body or slice too big
-	KindUnprocessable                // unprocessable: body fails the schema, bad range
-	KindUnavailable                  // the store is unavailable; retry later
+	KindBadRequest    Kind = iota + 1 // bad_request: empty payload, invalid envelope
+	KindUnauthorized                  // unauthorized: write key or read ticket missing or wrong
+	KindForbidden                     // forbidden: read lease over
+	KindNotFound                      // not_found: unknown pad
+	KindConflict                      // conflict: sealed pad, quota, lost race
+	KindInconsistent                  // inconsistent_pad: seal-time audit failed
+	KindGone                          // gone: write window over
+	KindTooLarge                      // payload_too_large: block, body or slice too big
+	KindUnprocessable                 // unprocessable: body fails the schema, bad range
+	KindUnavailable                   // the store is unavailable; retry later
 )
 
 // Error is a refusal with the contract's exact detail text. Details never contain secrets.
