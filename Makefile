@@ -1,3 +1,46 @@
-.PHONY: test
-test:
-	go test ./...
+# agentgate — build, run and test. `make run` and `make test` are the two set-up commands.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+VERSION ?= 0.1.0-dev
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/agentgate-dev/agentgate/internal/version.Version=$(VERSION) -X github.com/agentgate-dev/agentgate/internal/version.Commit=$(COMMIT)
+export CGO_ENABLED := 0
+
+.PHONY: all build run test test-deps test-go lint bench fuzz clean
+
+all: build
+
+## build: every binary into ./bin (pure Go, CGO_ENABLED=0)
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+## run: lockerd on the embedded SQLite store at ./locker.db, on 127.0.0.1:8000
+run: build
+	LOCKER_DB_PATH=$${LOCKER_DB_PATH:-locker.db} $(BIN)/lockerd
+
+## test-deps: the pinned npm MCP servers and tools the integration tests use (test/package-lock.json)
+test-deps: test/node_modules/.package-lock.json
+test/node_modules/.package-lock.json: test/package.json test/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix test --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: tests that need npm packages will skip"; fi
+
+## test: vet and every test (integration tests start what they need; see README)
+test: test-deps
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## bench: the benchmarks quoted in README.md
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/httpapi/ ./internal/sqlitestore/ ./internal/locker/
+
+## fuzz: each fuzz target for a short while (FUZZTIME=30s)
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./internal/...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	  done; done
+
+clean:
+	rm -rf $(BIN)
