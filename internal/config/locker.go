@@ -30,7 +30,7 @@ type Locker struct {
 	DBPath string
 	// Host is LOCKER_HOST, the bind address. Default "127.0.0.1".
 	Host string
-	// Port is LOCKER_PORT. Default 8000.
+	// Port is LOCKER_PORT. Default 8000; 0 picks a free port (printed at start).
 	Port int
 	// LeaseSeconds is LOCKER_READ_LEASE_SECONDS, the read_once lease window. Default 600.
 	LeaseSeconds int
@@ -76,7 +76,7 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 	if v := getenv("LOCKER_HOST"); v != "" {
 		c.Host = v
 	}
-	intVar(getenv, "LOCKER_PORT", &c.Port, 1, 65535, &errs)
+	intVar(getenv, "LOCKER_PORT", &c.Port, 0, 65535, &errs) // 0 picks a free port
 	intVar(getenv, "LOCKER_READ_LEASE_SECONDS", &c.LeaseSeconds, 1, 1<<31-1, &errs)
 	if v := strings.TrimSpace(getenv("LOCKER_LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
