@@ -163,8 +163,8 @@ func sampleSurface(t *testing.T) Surface {
 			`{"name":"get_forecast","description":"Get the weather forecast for a city.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`,
 			`{"name":"get_alerts","description":"Get weather alerts for a US state.","inputSchema":{"type":"object","properties":{"state":{"type":"string"}}}}`,
 		),
-		"everything": parse(`{"name":"echo","description":"Echoes back the input","inputSchema":{"type":"object","required":["a"],"properties":{"b":{"type":"number","maximum":100},"a":{"type":"string"}}}}`, `{"name":"now"}`),
-		"empty":      {},
+		"everything":    parse(`{"name":"echo","description":"Echoes back the input","inputSchema":{"type":"object","required":["a"],"properties":{"b":{"type":"number","maximum":100},"a":{"type":"string"}}}}`, `{"name":"now"}`),
+		"empty":         {},
 		"ünïcode \"q\"": parse(`{"name":"\uFB33","description":"<b>&amp;</b>"}`, `{"name":"\ud83d\ude00"}`),
 	}
 }
