@@ -31,13 +31,13 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	h      http.Handler
 	clock  *clock
 	dbPath string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "locker.db")
 	store, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path})

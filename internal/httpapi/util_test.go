@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func sha(t *testing.T, s string) string {
+func sha(t testing.TB, s string) string {
 	t.Helper()
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
