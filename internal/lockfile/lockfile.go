@@ -52,13 +52,13 @@ type Server struct {
 // Tool is one locked tool. Hashes are lowercase hex SHA-256.
 type Tool struct {
 	// Name is the tool name, kept in plaintext for readable diffs.
-	Name string
+	Name string `json:"name"`
 	// NameHash is SHA-256 of the UTF-8 name.
-	NameHash string
+	NameHash string `json:"nameHash"`
 	// DescriptionHash is SHA-256 of the UTF-8 description ("" when absent).
-	DescriptionHash string
+	DescriptionHash string `json:"descriptionHash"`
 	// InputSchemaHash is SHA-256 of the RFC 8785 canonical input schema ({} when absent).
-	InputSchemaHash string
+	InputSchemaHash string `json:"inputSchemaHash"`
 }
 
 // Definition is the part of a tool object that the lockfile pins.

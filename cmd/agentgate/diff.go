@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/lockfile"
+)
+
+func (a *app) diffCmd() *cobra.Command {
+	var server string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff",
+		Short: "Show how the live tool surface differs from agentgate.lock",
+		Long: `diff lists every configured server and compares its tools with agentgate.lock: per server,
+the tools added, removed and changed, and for a changed tool which of name, description and
+inputSchema changed. A reworded description is shown word by word ([-old-]{+new+}) when
+agentgate.snapshot.json still holds the locked text, with invisible characters written as
+escapes (\u200b, <U+E0041>) so that they cannot hide. --json prints one JSON document
+instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
+		Example: `  agentgate diff
+  agentgate diff --server filesystem --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.compare(cmd, server, asJSON, false)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "compare only the server `NAME`")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func (a *app) ciCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ci",
+		Short: "Fail (exit 1) if any server's tool surface drifted from agentgate.lock",
+		Long: `ci is diff for pipelines: it lists every configured server, compares with agentgate.lock,
+prints one line per drifted tool and exits 1 on drift. A server that cannot be listed is
+an error (exit 2), never a pass. Under GitHub Actions (GITHUB_ACTIONS=true) each drift and
+error is also printed as an ::error annotation on the lockfile line it concerns.` + fmt.Sprintf(exitCodesHelp, "no drift", "drift: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
+		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
+  # as a GitHub Actions step:
+  #   - run: go run github.com/agentgate-dev/agentgate/cmd/agentgate@latest ci`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.compare(cmd, "", asJSON, true)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json)")
+	return cmd
+}
+
+// compare implements diff and ci.
+func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool) (err error) {
+	gha := ci && a.env.Getenv("GITHUB_ACTIONS") == "true"
+	o, err := a.resolve(cmd, true)
+	if err != nil {
+		return a.annotateError(gha, err)
+	}
+	defer func() { err = a.annotateError(gha, err) }()
+
+	locked, missing, err := a.readLockfile(o)
+	if err != nil {
+		return err
+	}
+	if missing {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("%s not found; run 'agentgate lock' and commit it", a.rel(o.lockfile)))
+	}
+	cfg, err := a.loadConfig(o)
+	if err != nil {
+		return err
+	}
+	servers := selectServers(cfg, server)
+	if server != "" && len(servers) == 0 {
+		if _, ok := locked.Servers[server]; !ok {
+			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
+		}
+	}
+	results := a.listAll(cmd.Context(), o, servers)
+	if err := a.failures(results, "cannot compare"); err != nil {
+		return err
+	}
+	live := lockfile.Surface{}
+	for _, r := range results {
+		live[r.name] = r.defs
+	}
+	liveLock, err := lockfile.New(live, "", a.deps.now())
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	if server != "" {
+		only := *locked
+		only.Servers = map[string]lockfile.Server{}
+		if s, ok := locked.Servers[server]; ok {
+			only.Servers[server] = s
+		}
+		locked = &only
+	}
+	report := lockfile.Compare(locked, liveLock, lockfile.CompareOptions{Locked: a.readSnapshot(o), Live: live})
+
+	switch {
+	case asJSON:
+		if err := writeJSON(a.env.Stdout, report); err != nil {
+			return cli.Exit(cli.ExitUsage, err)
+		}
+	case ci:
+		a.renderCI(a.env.Stdout, report, o, liveLock)
+	default:
+		r := renderer{w: a.env.Stdout, color: colorOK(a.env), lockName: a.rel(o.lockfile), configName: a.rel(o.config)}
+		r.report(report, liveLock)
+	}
+	if gha {
+		a.annotations(report, o)
+	}
+	if report.Drift {
+		return cli.Found()
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func colorOK(env cli.Env) bool {
+	return env.Getenv("NO_COLOR") == "" && cli.IsTerminal(env.Stdout)
+}
+
+// renderCI prints one line per drifted server or tool, and a verdict.
+func (a *app) renderCI(w io.Writer, rep *lockfile.Report, o opts, live *lockfile.Lockfile) {
+	lockName, configName := a.rel(o.lockfile), a.rel(o.config)
+	if !rep.Drift {
+		tools := 0
+		for _, s := range live.Servers {
+			tools += len(s.Tools)
+		}
+		fmt.Fprintf(w, "ok: %d servers, %d tools match %s\n", len(live.Servers), tools, lockName)
+		return
+	}
+	for _, line := range driftLines(rep, lockName, configName) {
+		fmt.Fprintln(w, line.text)
+	}
+	fmt.Fprintf(w, "drift: %s; run 'agentgate diff' to review, 'agentgate lock' to accept\n", summary(rep))
+}
+
+type driftLine struct {
+	server, tool string // tool "" for a server-level line
+	text         string
+}
+
+func driftLines(rep *lockfile.Report, lockName, configName string) []driftLine {
+	var out []driftLine
+	for _, s := range rep.Servers {
+		switch s.Change {
+		case lockfile.Added:
+			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: not in %s (%d tools); lock it", s.Server, lockName, len(s.Tools))})
+			continue
+		case lockfile.Removed:
+			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: locked but no longer in %s", s.Server, configName)})
+			continue
+		}
+		for _, t := range s.Tools {
+			var what string
+			switch {
+			case t.Change == lockfile.Added:
+				what = "added"
+			case t.Change == lockfile.Removed:
+				what = "removed"
+			case t.OldName != "":
+				what = fmt.Sprintf("renamed from %q", visible(t.OldName))
+			default:
+				what = fieldList(t.Fields) + " changed"
+			}
+			out = append(out, driftLine{s.Server, t.Tool, fmt.Sprintf("server %q tool %q: %s", s.Server, visible(t.Tool), what)})
+		}
+	}
+	return out
+}
+
+func fieldList(fs []lockfile.Field) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = string(f)
+	}
+	return strings.Join(parts, " and ")
+}
+
+func summary(rep *lockfile.Report) string {
+	var added, removed, changed, tools int
+	for _, s := range rep.Servers {
+		switch s.Change {
+		case lockfile.Added:
+			added++
+		case lockfile.Removed:
+			removed++
+		default:
+			changed++
+			tools += len(s.Tools)
+		}
+	}
+	var parts []string
+	if changed > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s with %d tool %s", changed, plural(changed, "server", "servers"), tools, plural(tools, "change", "changes")))
+	}
+	if added > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s not locked", added, plural(added, "server", "servers")))
+	}
+	if removed > 0 {
+		parts = append(parts, fmt.Sprintf("%d locked %s gone", removed, plural(removed, "server", "servers")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// annotations prints GitHub Actions ::error commands, one per drift, on the lockfile line
+// of the server or tool.
+func (a *app) annotations(rep *lockfile.Report, o opts) {
+	data, _ := os.ReadFile(o.lockfile)
+	lines := lockLines(data)
+	file := a.workspaceRel(o.lockfile)
+	for _, d := range driftLines(rep, filepath.Base(o.lockfile), a.rel(o.config)) {
+		props := "file=" + ghaProp(file)
+		key := d.server
+		if d.tool != "" {
+			key += "\x00" + d.tool
+		}
+		if n, ok := lines[key]; ok {
+			props += fmt.Sprintf(",line=%d", n)
+		} else if n, ok := lines[d.server]; ok {
+			props += fmt.Sprintf(",line=%d", n)
+		}
+		props += ",title=" + ghaProp("agentgate: tool surface drift")
+		fmt.Fprintf(a.env.Stdout, "::error %s::%s\n", props, ghaData(d.text+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
+	}
+}
+
+// annotateError also prints an exit-2 error as an annotation under GitHub Actions.
+func (a *app) annotateError(gha bool, err error) error {
+	if !gha || err == nil {
+		return err
+	}
+	var ee *cli.ExitError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return err
+	}
+	fmt.Fprintf(a.env.Stdout, "::error title=%s::%s\n", ghaProp("agentgate: cannot check the tool surface"), ghaData(err.Error()))
+	return err
+}
+
+// workspaceRel makes path relative to GITHUB_WORKSPACE (the repository root in Actions),
+// which is what annotation file= expects.
+func (a *app) workspaceRel(path string) string {
+	if ws := a.env.Getenv("GITHUB_WORKSPACE"); ws != "" {
+		if r, err := filepath.Rel(ws, path); err == nil && !strings.HasPrefix(r, "..") {
+			return filepath.ToSlash(r)
+		}
+	}
+	return filepath.ToSlash(a.rel(path))
+}
+
+// ghaData escapes an annotation message as the Actions runner expects.
+func ghaData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// ghaProp escapes an annotation property value.
+func ghaProp(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

@@ -1,0 +1,60 @@
+// Command agentgate pins the tool surface of your MCP servers in agentgate.lock and fails CI
+// when it drifts: `agentgate lock`, `agentgate diff`, `agentgate ci`, `agentgate version`.
+// See docs/agentgate.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/mcpclient"
+)
+
+// version is set at release time with -ldflags "-X main.version=1.2.0".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], cli.OSEnv())
+	stop()
+	os.Exit(code)
+}
+
+// run executes the agentgate command line and returns the exit code.
+func run(ctx context.Context, args []string, env cli.Env) int {
+	return cli.Run(ctx, newRoot(env, defaultDeps()), args, env)
+}
+
+// deps are the parts of the outside world the commands use, replaceable in tests.
+type deps struct {
+	now     func() time.Time
+	version string
+	getwd   func() (string, error)
+	list    func(context.Context, mcpclient.Server, mcpclient.Options) (*mcpclient.Listing, error)
+	// environ is the base environment of stdio servers; nil means the process environment.
+	environ []string
+}
+
+func defaultDeps() deps {
+	return deps{
+		now:     time.Now,
+		version: buildVersion(),
+		getwd:   os.Getwd,
+		list:    mcpclient.ListTools,
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

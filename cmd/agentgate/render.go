@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/canon"
+	"github.com/agentgate-dev/agentgate/internal/lockfile"
+)
+
+// renderer writes the human form of a report.
+type renderer struct {
+	w                    io.Writer
+	color                bool
+	lockName, configName string
+}
+
+const (
+	ansiRed   = "\033[31m"
+	ansiGreen = "\033[32m"
+	ansiBold  = "\033[1m"
+	ansiReset = "\033[0m"
+)
+
+func (r renderer) paint(code, s string) string {
+	if !r.color || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (r renderer) report(rep *lockfile.Report, live *lockfile.Lockfile) {
+	if !rep.Drift {
+		tools := 0
+		for _, s := range live.Servers {
+			tools += len(s.Tools)
+		}
+		fmt.Fprintf(r.w, "no drift: %d servers, %d tools match %s\n", len(live.Servers), tools, r.lockName)
+		return
+	}
+	for i, s := range rep.Servers {
+		if i > 0 {
+			fmt.Fprintln(r.w)
+		}
+		switch s.Change {
+		case lockfile.Added:
+			fmt.Fprintf(r.w, "%s: not in %s (%d tools); run 'agentgate lock' to pin it\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), r.lockName, len(s.Tools))
+		case lockfile.Removed:
+			fmt.Fprintf(r.w, "%s: locked, but no longer in %s; run 'agentgate lock' to drop it\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), r.configName)
+		default:
+			fmt.Fprintf(r.w, "%s: surface %s → %s\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), short(s.LockedSurfaceHash), short(s.LiveSurfaceHash))
+		}
+		for _, t := range s.Tools {
+			r.tool(t)
+		}
+	}
+	fmt.Fprintf(r.w, "\ndrift: %s\n", summary(rep))
+}
+
+func (r renderer) tool(t lockfile.ToolDiff) {
+	name := visible(t.Tool)
+	switch {
+	case t.Change == lockfile.Added:
+		fmt.Fprintf(r.w, "  %s %s: added\n", r.paint(ansiGreen, "+"), name)
+		if t.LiveText != nil {
+			fmt.Fprintf(r.w, "      description: %s\n", r.paint(ansiGreen, visible(t.LiveText.Description)))
+		}
+	case t.Change == lockfile.Removed:
+		fmt.Fprintf(r.w, "  %s %s: removed\n", r.paint(ansiRed, "-"), name)
+		if t.LockedText != nil {
+			fmt.Fprintf(r.w, "      description was: %s\n", r.paint(ansiRed, visible(t.LockedText.Description)))
+		}
+	default:
+		var what []string
+		for _, f := range t.Fields {
+			if f == lockfile.FieldName {
+				what = append(what, fmt.Sprintf("name changed (renamed from %s)", visible(t.OldName)))
+			} else {
+				what = append(what, string(f)+" changed")
+			}
+		}
+		fmt.Fprintf(r.w, "  ~ %s: %s\n", name, strings.Join(what, ", "))
+		for _, f := range t.Fields {
+			switch f {
+			case lockfile.FieldDescription:
+				r.description(t)
+			case lockfile.FieldInputSchema:
+				r.schema(t)
+			}
+		}
+	}
+}
+
+func (r renderer) description(t lockfile.ToolDiff) {
+	d := t.Description
+	switch {
+	case d == nil:
+		fmt.Fprintf(r.w, "      descriptionHash %s → %s\n", short(t.Locked.DescriptionHash), short(t.Live.DescriptionHash))
+	case d.Old == nil:
+		fmt.Fprintf(r.w, "      (the locked words are not in the snapshot) now: %s\n", visible(d.New))
+	default:
+		var b strings.Builder
+		for _, op := range d.Ops {
+			text := visible(op.Text)
+			switch op.Op {
+			case "delete":
+				if r.color {
+					b.WriteString(r.paint(ansiRed, "[-"+text+"-]"))
+				} else {
+					b.WriteString("[-" + text + "-]")
+				}
+			case "insert":
+				if r.color {
+					b.WriteString(r.paint(ansiGreen, "{+"+text+"+}"))
+				} else {
+					b.WriteString("{+" + text + "+}")
+				}
+			default:
+				b.WriteString(text)
+			}
+		}
+		fmt.Fprintf(r.w, "      %s\n", b.String())
+	}
+}
+
+func (r renderer) schema(t lockfile.ToolDiff) {
+	if t.LockedText == nil || t.LiveText == nil {
+		fmt.Fprintf(r.w, "      inputSchemaHash %s → %s\n", short(t.Locked.InputSchemaHash), short(t.Live.InputSchemaHash))
+		return
+	}
+	changes := schemaChanges(t.LockedText.InputSchema, t.LiveText.InputSchema)
+	const maxLines = 12
+	for i, c := range changes {
+		if i == maxLines {
+			fmt.Fprintf(r.w, "      … and %d more\n", len(changes)-maxLines)
+			break
+		}
+		fmt.Fprintf(r.w, "      %s\n", c)
+	}
+}
+
+// schemaChanges lists the JSON paths at which two canonical schemas differ.
+func schemaChanges(a, b []byte) []string {
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return []string{"inputSchema changed"}
+	}
+	var out []string
+	walkDiff("inputSchema", va, vb, &out)
+	return out
+}
+
+func walkDiff(path string, a, b any, out *[]string) {
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if okA && okB {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Slice(sorted, func(i, j int) bool { return lockfile.Less(sorted[i], sorted[j]) })
+		for _, k := range sorted {
+			p := path + "." + visible(k)
+			va, inA := ma[k]
+			vb, inB := mb[k]
+			switch {
+			case !inA:
+				*out = append(*out, fmt.Sprintf("+ %s: %s", p, compactJSON(vb)))
+			case !inB:
+				*out = append(*out, fmt.Sprintf("- %s: %s", p, compactJSON(va)))
+			default:
+				walkDiff(p, va, vb, out)
+			}
+		}
+		return
+	}
+	ca, cb := compactJSON(a), compactJSON(b)
+	if ca != cb {
+		*out = append(*out, fmt.Sprintf("~ %s: %s → %s", path, ca, cb))
+	}
+}
+
+func compactJSON(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	c, err := canon.Transform(raw)
+	if err != nil {
+		c = raw
+	}
+	s := visible(string(c))
+	if utf8.RuneCountInString(s) > 120 {
+		s = string([]rune(s)[:120]) + "…"
+	}
+	return s
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "(none)"
+	}
+	return h
+}
+
+// visible writes s for a human with every character that could hide or mislead shown as
+// an escape: controls (\n, \t, \u001b), format characters such as zero-width spaces and
+// bidi controls (\u200b, \u202e), whitespace other than a plain space (\u00a0), variation
+// selectors, private-use and unassigned code points, invisible fillers, and tag characters
+// (<U+E0041>). A backslash is doubled so that an escape in the text itself is not mistaken
+// for one of ours. Invalid UTF-8 bytes are shown as \xNN.
+func visible(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+			i++
+			continue
+		}
+		i += n
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case suspicious(r):
+			if r > 0xFFFF {
+				fmt.Fprintf(&b, "<U+%X>", r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func suspicious(r rune) bool {
+	switch {
+	case r == ' ':
+		return false
+	case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		return true
+	case unicode.IsSpace(r): // NBSP, en/em spaces, line/paragraph separators, ...
+		return true
+	case unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs):
+		return true
+	case unicode.Is(unicode.Variation_Selector, r):
+		return true
+	case r >= 0xE0000 && r <= 0xE007F: // tags
+		return true
+	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x180E,
+		r == 0x2800, r == 0x3164, r == 0xFFA0, r == 0xFFFC: // invisible fillers and joiners
+		return true
+	case !unicode.IsGraphic(r): // unassigned
+		return true
+	}
+	return false
+}
+
+// lockLines maps each server (key "name") and tool (key "server\x00tool") of a lockfile in
+// canonical layout to its 1-based line, for annotations.
+func lockLines(data []byte) map[string]int {
+	out := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	server := ""
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "    \"") && strings.HasSuffix(line, "\": {") && !strings.HasPrefix(line, "     "):
+			var name string
+			if json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimSpace(line), ": {")), &name) == nil {
+				server = name
+				out[server] = n
+			}
+		case strings.HasPrefix(line, "          \"name\": ") && server != "":
+			var name string
+			if json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(line, "          \"name\": "), ",")), &name) == nil {
+				out[server+"\x00"+name] = n
+			}
+		}
+	}
+	return out
+}

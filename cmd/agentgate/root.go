@@ -1,0 +1,361 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/lockfile"
+	"github.com/agentgate-dev/agentgate/internal/mcpclient"
+)
+
+const exitCodesHelp = `
+Exit codes:
+  0  %s
+  1  %s
+  2  could not run: usage error, unreadable or invalid config or lockfile,
+     a server that cannot be started, reached or listed in time`
+
+// opts are the settings shared by every command, resolved once: flag > environment > default.
+type opts struct {
+	config   string
+	lockfile string
+	snapshot string
+	timeout  time.Duration
+}
+
+type app struct {
+	env  cli.Env
+	deps deps
+
+	flagConfig, flagLockfile, flagSnapshot string
+	flagTimeout                            time.Duration
+}
+
+func newRoot(env cli.Env, d deps) *cobra.Command {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	a := &app{env: env, deps: d}
+	root := &cobra.Command{
+		Use:   "agentgate",
+		Short: "Pin the tool surface of your MCP servers and fail CI when it drifts",
+		Long: `agentgate pins every tool your MCP servers offer — its name, description and input
+schema, as SHA-256 hashes — in agentgate.lock, next to your MCP client config. Commit it;
+'agentgate ci' then fails the build the moment an upstream server rewords a description or
+changes a schema (a rug pull), and 'agentgate diff' shows exactly what changed.
+
+The config is read from --config, or the first of .mcp.json, mcp.json, .vscode/mcp.json and
+.cursor/mcp.json in the working directory (Claude Desktop, Claude Code, Cursor and VS Code
+formats are understood).`,
+		Example: `  agentgate lock                 # list every configured server and write agentgate.lock
+  agentgate ci                   # in CI: exit 1 if any tool drifted
+  agentgate diff                 # show what changed, word by word`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.flagConfig, "config", "", "MCP client config `PATH` (env AGENTGATE_CONFIG; default: first of "+strings.Join(mcpclient.DefaultConfigNames, ", ")+")")
+	pf.StringVar(&a.flagLockfile, "lockfile", "", "lockfile `PATH` (env AGENTGATE_LOCKFILE; default ./agentgate.lock)")
+	pf.StringVar(&a.flagSnapshot, "snapshot", "", "snapshot `PATH`, the lockfile's plaintext companion used for word diffs (env AGENTGATE_SNAPSHOT; default: agentgate.snapshot.json beside the lockfile)")
+	pf.DurationVar(&a.flagTimeout, "timeout", 0, "per-server `DURATION` to start, handshake and list every page (env AGENTGATE_TIMEOUT; default 30s)")
+
+	root.AddCommand(a.lockCmd(), a.diffCmd(), a.ciCmd(), a.versionCmd())
+	return root
+}
+
+// resolve applies flag > environment > default to the shared settings.
+func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
+	var o opts
+	wd, err := a.deps.getwd()
+	if err != nil {
+		return o, cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the working directory: %v", err))
+	}
+	pick := func(flag, envName string) string {
+		if cmd.Flags().Changed(flag) {
+			v, _ := cmd.Flags().GetString(flag)
+			return v
+		}
+		return a.env.Getenv(envName)
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(wd, p)
+	}
+	o.lockfile = pick("lockfile", "AGENTGATE_LOCKFILE")
+	if o.lockfile == "" {
+		o.lockfile = "agentgate.lock"
+	}
+	o.snapshot = pick("snapshot", "AGENTGATE_SNAPSHOT")
+	if o.snapshot == "" {
+		o.snapshot = defaultSnapshot(o.lockfile)
+	}
+	o.lockfile, o.snapshot = abs(o.lockfile), abs(o.snapshot)
+
+	o.timeout = mcpclient.DefaultTimeout
+	if cmd.Flags().Changed("timeout") {
+		o.timeout = a.flagTimeout
+	} else if v := a.env.Getenv("AGENTGATE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return o, cli.Usage(cmd, "AGENTGATE_TIMEOUT=%q is not a duration such as 30s", v)
+		}
+		o.timeout = d
+	}
+	if o.timeout <= 0 {
+		return o, cli.Usage(cmd, "--timeout must be positive, such as 30s")
+	}
+
+	if !needConfig {
+		return o, nil
+	}
+	o.config = abs(pick("config", "AGENTGATE_CONFIG"))
+	if o.config == "" {
+		p, err := mcpclient.FindConfig(wd)
+		if err != nil {
+			return o, cli.Exit(cli.ExitUsage, err)
+		}
+		o.config = p
+	}
+	return o, nil
+}
+
+// defaultSnapshot is agentgate.snapshot.json for agentgate.lock, X.snapshot.json for X.lock.
+func defaultSnapshot(lock string) string {
+	dir, base := filepath.Split(lock)
+	return filepath.Join(dir, strings.TrimSuffix(base, ".lock")+".snapshot.json")
+}
+
+// rel shows path relative to the working directory when it is inside it.
+func (a *app) rel(path string) string {
+	wd, err := a.deps.getwd()
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+func (a *app) loadConfig(o opts) (*mcpclient.Config, error) {
+	cfg, err := mcpclient.LoadConfig(o.config, mcpclient.ConfigOptions{Getenv: a.env.Getenv})
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, errors.New(strings.ReplaceAll(err.Error(), o.config, a.rel(o.config))))
+	}
+	for _, name := range cfg.Skipped {
+		a.warnf("%s: server %q is disabled; not listed", a.rel(o.config), name)
+	}
+	return cfg, nil
+}
+
+// readLockfile reads and parses the lockfile; missing reports whether it does not exist.
+func (a *app) readLockfile(o opts) (lf *lockfile.Lockfile, missing bool, err error) {
+	data, err := os.ReadFile(o.lockfile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	lf, warns, err := lockfile.Parse(data)
+	if err != nil {
+		return nil, false, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+	}
+	for _, w := range warns {
+		a.warnf("%s: %s", a.rel(o.lockfile), w)
+	}
+	return lf, false, nil
+}
+
+// readSnapshot returns the snapshot, or nil if it is missing or unreadable (it only adds
+// detail to diffs, so a problem with it is a warning).
+func (a *app) readSnapshot(o opts) lockfile.Surface {
+	data, err := os.ReadFile(o.snapshot)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		a.warnf("%s: cannot read: %v; diffs will not show the locked words", a.rel(o.snapshot), unwrapPath(err))
+		return nil
+	}
+	s, warns, err := lockfile.ParseSnapshot(data)
+	if err != nil {
+		a.warnf("%s: %v; diffs will not show the locked words", a.rel(o.snapshot), err)
+		return nil
+	}
+	for _, w := range warns {
+		a.warnf("%s: %s", a.rel(o.snapshot), w)
+	}
+	return s
+}
+
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.env.Stderr, "agentgate: warning: "+format+"\n", args...)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// maxParallel bounds how many servers are listed at once.
+const maxParallel = 4
+
+// listed is the outcome of listing one server.
+type listed struct {
+	name  string
+	defs  []lockfile.Definition
+	tools int
+	err   error
+}
+
+// listAll lists servers concurrently (at most maxParallel at a time) and returns the results
+// in the order given. Progress goes to stderr only when it is a terminal.
+func (a *app) listAll(ctx context.Context, o opts, servers []mcpclient.Server) []listed {
+	out := make([]listed, len(servers))
+	progress := cli.IsTerminal(a.env.Stderr)
+	var (
+		mu   sync.Mutex
+		done int
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, maxParallel)
+	report := func() {
+		if progress {
+			fmt.Fprintf(a.env.Stderr, "\ragentgate: listed %d/%d servers", done, len(servers))
+		}
+	}
+	report()
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = a.listOne(ctx, o, s)
+			mu.Lock()
+			done++
+			report()
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if progress {
+		fmt.Fprint(a.env.Stderr, "\r\033[K")
+	}
+	return out
+}
+
+func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
+	l, err := a.deps.list(ctx, s, mcpclient.Options{
+		Timeout:       o.timeout,
+		Environ:       a.deps.environ,
+		ClientName:    "agentgate",
+		ClientVersion: a.deps.version,
+	})
+	if err != nil {
+		return listed{name: s.Name, err: err}
+	}
+	r := listed{name: s.Name, tools: len(l.Tools)}
+	for i, t := range l.Tools {
+		d, err := lockfile.ParseTool(t.Raw)
+		if err != nil {
+			return listed{name: s.Name, err: fmt.Errorf("server %q: tool %d (%q) cannot be locked: %v", s.Name, i+1, t.Name, err)}
+		}
+		r.defs = append(r.defs, d)
+	}
+	if _, err := lockfile.LockServer(r.defs); err != nil {
+		return listed{name: s.Name, err: fmt.Errorf("server %q: %v", s.Name, err)}
+	}
+	return r
+}
+
+// failures prints every listing error on its own line and returns the exit-2 error, or nil.
+func (a *app) failures(results []listed, what string) error {
+	n := 0
+	for _, r := range results {
+		if r.err != nil {
+			n++
+			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", strings.ReplaceAll(r.err.Error(), "\n", "; "))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return cli.Exit(cli.ExitUsage, fmt.Errorf("%d of %d servers could not be listed; %s", n, len(results), what))
+}
+
+// selectServers returns the configured servers to list: all, or just name.
+func selectServers(cfg *mcpclient.Config, name string) []mcpclient.Server {
+	if name == "" {
+		return cfg.Servers
+	}
+	if s, ok := cfg.Server(name); ok {
+		return []mcpclient.Server{s}
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same directory, so a
+// reader never sees half a lockfile.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the agentgate version",
+		Example: "  agentgate version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return writeJSON(a.env.Stdout, map[string]string{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version)})
+			}
+			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d)\n", a.deps.version, lockfile.Version)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ...}")
+	return cmd
+}
