@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strings"
 )
 
@@ -37,12 +38,50 @@ func IsHash(s string) bool {
 // ChainHead computes the head of a chain of payloads from genesis, as a writer does before it
 // hands a reference to a reader.
 func ChainHead(payloads [][]byte) string {
-	head := GenesisHash
+	var w Walker
 	for _, p := range payloads {
-		head = NextHash(head, p)
+		w.Next(p)
 	}
-	return head
+	return w.Head()
 }
+
+// Walker recomputes a chain block by block without allocating per block: readers use it to
+// verify what a daemon served, writers to compute the reference head of what they send. The
+// zero value starts at genesis.
+type Walker struct {
+	h       hash.Hash // reused; payloads are streamed into it, never copied
+	sum     [sha256.Size]byte
+	head    [64]byte // hex of the current head
+	started bool
+	n       int
+}
+
+// Next extends the chain with payload and returns the new head as hex bytes, valid until the
+// next call.
+func (w *Walker) Next(payload []byte) []byte {
+	if !w.started {
+		w.h = sha256.New()
+		copy(w.head[:], GenesisHash)
+		w.started = true
+	}
+	w.h.Reset()
+	w.h.Write(w.head[:])
+	w.h.Write(payload)
+	hex.Encode(w.head[:], w.h.Sum(w.sum[:0]))
+	w.n++
+	return w.head[:]
+}
+
+// Head returns the current head (genesis before any block).
+func (w *Walker) Head() string {
+	if !w.started {
+		return GenesisHash
+	}
+	return string(w.head[:])
+}
+
+// Len returns how many blocks the walker has consumed.
+func (w *Walker) Len() int { return w.n }
 
 // Audit checks a pad's stored blocks against its stored metadata, as seal does before it
 // freezes a pad and check-integrity does for every pad: contiguous 0-based seq, prev linkage

@@ -490,7 +490,9 @@ func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to
 	if size > MaxSliceBytes {
 		return Slice{}, refuse(KindTooLarge, "slice payload exceeds %d bytes; narrow from/to", MaxSliceBytes)
 	}
-	if padID != DemoPadID && t.Type == TicketReadOnce && len(blocks) > 0 {
+	// Only the read that opens a lease writes; later reads inside the window are pure reads,
+	// so reading never costs a durable write per page.
+	if padID != DemoPadID && t.Type == TicketReadOnce && t.LeaseStartedAt == 0 && len(blocks) > 0 {
 		if _, err := s.store.RecordRead(ctx, t.Hash, now); err != nil {
 			return Slice{}, s.storeErr("record read", err)
 		}
