@@ -7,16 +7,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
+	"github.com/agentgate-dev/agentgate/internal/version"
 )
-
-// version is set at release time with -ldflags "-X main.version=1.2.0".
-var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -43,18 +40,8 @@ type deps struct {
 func defaultDeps() deps {
 	return deps{
 		now:     time.Now,
-		version: buildVersion(),
+		version: version.Version,
 		getwd:   os.Getwd,
 		list:    mcpclient.ListTools,
 	}
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentgate-dev/agentgate/internal/textguard"
+
 	"github.com/agentgate-dev/agentgate/internal/canon"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 )
@@ -224,22 +226,14 @@ func short(h string) string {
 	return h
 }
 
-// visible writes s for a human with every character that could hide or mislead shown as
-// an escape: controls (\n, \t, \u001b), format characters such as zero-width spaces and
-// bidi controls (\u200b, \u202e), whitespace other than a plain space (\u00a0), variation
-// selectors, private-use and unassigned code points, invisible fillers, and tag characters
-// (<U+E0041>). A backslash is doubled so that an escape in the text itself is not mistaken
-// for one of ours. Invalid UTF-8 bytes are shown as \xNN.
+// visible writes s for a human on one line, with every character that could hide or
+// mislead shown as an escape: textguard's rendering of invisible, format, bidi, tag and
+// other suspicious characters (\u200b, \u202e, <U+E0041>), plus \n, \t and \r, and any
+// whitespace other than a plain space (\u00a0). A backslash in the text is doubled first,
+// so that a literal "\u200b" in a description cannot pass for one of our escapes.
 func visible(s string) string {
 	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-			i++
-			continue
-		}
-		i += n
+	for _, r := range s {
 		switch {
 		case r == '\\':
 			b.WriteString(`\\`)
@@ -249,40 +243,13 @@ func visible(s string) string {
 			b.WriteString(`\t`)
 		case r == '\r':
 			b.WriteString(`\r`)
-		case suspicious(r):
-			if r > 0xFFFF {
-				fmt.Fprintf(&b, "<U+%X>", r)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
+		case r > 0x7f && unicode.IsSpace(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
-}
-
-func suspicious(r rune) bool {
-	switch {
-	case r == ' ':
-		return false
-	case r < 0x20 || (r >= 0x7f && r < 0xa0):
-		return true
-	case unicode.IsSpace(r): // NBSP, en/em spaces, line/paragraph separators, ...
-		return true
-	case unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs):
-		return true
-	case unicode.Is(unicode.Variation_Selector, r):
-		return true
-	case r >= 0xE0000 && r <= 0xE007F: // tags
-		return true
-	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x180E,
-		r == 0x2800, r == 0x3164, r == 0xFFA0, r == 0xFFFC: // invisible fillers and joiners
-		return true
-	case !unicode.IsGraphic(r): // unassigned
-		return true
-	}
-	return false
+	return textguard.Visible(b.String())
 }
 
 // lockLines maps each server (key "name") and tool (key "server\x00tool") of a lockfile in
