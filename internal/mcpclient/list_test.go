@@ -154,7 +154,9 @@ func goSDKServer(n, pageSize int) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "paged", Version: "1"}, &mcp.ServerOptions{PageSize: pageSize})
 	for i := range n {
 		s.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%02d", i), Description: "tool", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	return s
 }
