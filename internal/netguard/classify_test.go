@@ -188,6 +188,8 @@ func TestAddressErrorMessage(t *testing.T) {
 			[]string{"::ffff:10.0.0.1", "IPv4-mapped 10.0.0.1", "private (RFC 1918)", "only with AllowPrivate"}},
 		{"never", New(Config{AllowPrivate: true}).CheckAddr(netip.MustParseAddr("224.0.0.1")),
 			[]string{"224.0.0.1", "multicast address"}},
+		{"spelled", New(Config{}).checkHostName("0x7f.1"),
+			[]string{"127.0.0.1", `(spelled "0x7f.1")`, "loopback address"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

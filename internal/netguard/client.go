@@ -20,7 +20,8 @@ var (
 
 // ClientConfig bounds an HTTP client built by Guard.HTTPClient.
 type ClientConfig struct {
-	// Timeout bounds a whole request, redirects and body included. Default 30s.
+	// Timeout bounds a whole request, redirects and reading the body included, so a
+	// long-lived SSE stream ends after it too. Default 30s.
 	Timeout time.Duration
 	// MaxRedirects is how many redirects one request may follow. Default 5; negative
 	// means none are followed (the redirect response itself is returned).

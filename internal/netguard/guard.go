@@ -50,14 +50,20 @@ func (e *AddressError) Error() string {
 	if e.Embedded.IsValid() {
 		fmt.Fprintf(&b, " (%s %s)", e.Form, e.Embedded)
 	}
-	if e.Host != "" {
+	// A numeric spelling ("0x7f.1") is refused whatever the policy, so the hint about
+	// AllowPrivate would mislead.
+	_, spelled, _, _ := parseIPv4Host(e.Host)
+	switch {
+	case e.Host != "" && spelled:
+		fmt.Fprintf(&b, " (spelled %q)", e.Host)
+	case e.Host != "":
 		fmt.Fprintf(&b, " for host %q", e.Host)
 	}
 	fmt.Fprintf(&b, ": %s address", e.Class)
 	switch {
 	case e.Class == ClassMetadata:
 		b.WriteString(", refused even with AllowPrivate")
-	case e.Class.Private():
+	case e.Class.Private() && !spelled:
 		b.WriteString(", allowed only with AllowPrivate")
 	}
 	return b.String()
