@@ -271,31 +271,34 @@ func readScripts(scriptsPath, extPath string, long map[string]string) (*scriptDa
 			set[index[hanb]] = true
 		}
 	}
+	memo := map[string]int{} // Script or joined Script_Extensions -> set index
+	setFor := func(names []string) int {
+		key := strings.Join(names, " ")
+		if i, ok := memo[key]; ok {
+			return i
+		}
+		m := map[int]bool{}
+		for _, n := range names {
+			augment(m, n)
+		}
+		var set []int
+		for i := range m {
+			set = append(set, i)
+		}
+		memo[key] = intern(set)
+		return memo[key]
+	}
 	for r := rune(0); r <= maxRune; r++ {
 		var s int
 		switch {
 		case scx[r] != nil:
-			m := map[int]bool{}
-			for _, n := range scx[r] {
-				augment(m, n)
-			}
-			var set []int
-			for i := range m {
-				set = append(set, i)
-			}
-			s = intern(set)
+			s = setFor(scx[r])
 		case sc[r] == "":
 			continue // unassigned: Unknown
 		case sc[r] == "Common" || sc[r] == "Inherited":
 			s = d.all
 		default:
-			m := map[int]bool{}
-			augment(m, sc[r])
-			var set []int
-			for i := range m {
-				set = append(set, i)
-			}
-			s = intern(set)
+			s = setFor([]string{sc[r]})
 		}
 		if n := len(d.runs); n > 0 && d.runs[n-1].hi == r-1 && d.runs[n-1].set == s {
 			d.runs[n-1].hi = r
