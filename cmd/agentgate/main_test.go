@@ -266,15 +266,15 @@ func TestHelp(t *testing.T) {
 
 func TestVisible(t *testing.T) {
 	tests := map[string]string{
-		"plain text":         "plain text",
-		"zero\u200bwidth":    `zero\u200bwidth`,
-		"tag\U000E0041":      `tag<U+E0041>`,
-		"two\nlines\ttab":    `two\nlines\ttab`,
-		`literal \u200b`:     `literal \\u200b`,
-		"nbsp\u00a0here":     `nbsp\u00a0here`,
-		"bidi\u202eevil":     `bidi\u202eevil`,
-		"café 😀":             "café 😀",
-		"esc\x1b[31mred":     `esc\x1b[31mred`,
+		"plain text":      "plain text",
+		"zero\u200bwidth": `zero\u200bwidth`,
+		"tag\U000E0041":   `tag<U+E0041>`,
+		"two\nlines\ttab": `two\nlines\ttab`,
+		`literal \u200b`:  `literal \\u200b`,
+		"nbsp\u00a0here":  `nbsp\u00a0here`,
+		"bidi\u202eevil":  `bidi\u202eevil`,
+		"café 😀":          "café 😀",
+		"esc\x1b[31mred":  `esc\x1b[31mred`,
 	}
 	for in, want := range tests {
 		if got := visible(in); got != want {
@@ -300,5 +300,3 @@ func TestLockLines(t *testing.T) {
 		t.Errorf("tool line = %d, want %d", got, want)
 	}
 }
-
-
