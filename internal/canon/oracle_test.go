@@ -19,9 +19,8 @@ import (
 
 // runNode runs one node process on script with stdin as its standard input and returns its
 // standard output. The process is bounded by a timeout and killed by PID when done.
-func runNode(t *testing.T, script string, stdin []byte) []byte {
+func runNode(t *testing.T, node, script string, stdin []byte) []byte {
 	t.Helper()
-	node := testenv.LookPath(t, "node")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "-e", script)
@@ -112,6 +111,7 @@ func oracleNumbers(r *rand.Rand, n int) []float64 {
 }
 
 func TestAppendNumberMatchesECMAScript(t *testing.T) {
+	node := testenv.LookPath(t, "node")
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("random seed %d (fixed seed 1 is also run)", seed)
 	var fs []float64
@@ -121,7 +121,7 @@ func TestAppendNumberMatchesECMAScript(t *testing.T) {
 	for _, f := range fs {
 		fmt.Fprintf(&in, "%016x\n", math.Float64bits(f))
 	}
-	out := runNode(t, nodeNumberScript, in.Bytes())
+	out := runNode(t, node, nodeNumberScript, in.Bytes())
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if len(lines) != len(fs) {
 		t.Fatalf("node printed %d lines for %d numbers", len(lines), len(fs))
@@ -167,6 +167,7 @@ process.stdin.on('end', () => {
 `
 
 func TestTransformMatchesECMAScript(t *testing.T) {
+	node := testenv.LookPath(t, "node")
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("random seed %d (fixed seed 1 is also run)", seed)
 	docs := append(toolDocs(t), rfcDocs(t)...)
@@ -190,7 +191,7 @@ func TestTransformMatchesECMAScript(t *testing.T) {
 		in.WriteByte('\n')
 	}
 	// JCS output never holds a raw line feed (it is escaped), so lines split cleanly.
-	out := runNode(t, nodeCanonScript, in.Bytes())
+	out := runNode(t, node, nodeCanonScript, in.Bytes())
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if len(lines) != len(docs) {
 		t.Fatalf("node printed %d lines for %d documents", len(lines), len(docs))

@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -29,6 +30,20 @@ var hexDigit = func() (t [256]byte) {
 }()
 
 const lowerHex = "0123456789abcdef"
+
+// needsAttention reports whether any of the eight bytes packed in x is not safeASCII:
+// a byte below 0x20, '"', '\\', or a byte of 0x80 or above. It uses the exact SWAR tests
+// "some byte is less than n" ((x - n·0x01…01) & ^x & 0x80…80, exact for n <= 0x80) and
+// "some byte is zero" (the same with n = 1) on x XOR the byte sought.
+func needsAttention(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - 0x20*ones) & ^x
+	quote := x ^ '"'*ones
+	quote = (quote - ones) & ^quote
+	backslash := x ^ '\\'*ones
+	backslash = (backslash - ones) & ^backslash
+	return (less|quote|backslash|x)&highs != 0
+}
 
 // AppendString appends s to dst as a JCS string literal (RFC 8785 section 3.2.2.2, which
 // is ECMAScript's JSON.stringify for well-formed strings): a quote, then s with '"' and
@@ -103,6 +118,14 @@ func (p *parser) parseString() (escaped bool, err error) {
 		// Copy the longest run of bytes that pass through unchanged in one append.
 		start := i
 		for i < len(in) {
+			// Skip eight plain ASCII bytes at a time while there are no quotes,
+			// backslashes, control characters or non-ASCII bytes among them.
+			for i+8 <= len(in) && !needsAttention(binary.LittleEndian.Uint64(in[i:])) {
+				i += 8
+			}
+			if i >= len(in) {
+				break
+			}
 			c := in[i]
 			if safeASCII[c] {
 				i++
