@@ -321,6 +321,12 @@ func TestErrorMessage(t *testing.T) {
 	}
 }
 
+func TestDepthReasonNamesLimit(t *testing.T) {
+	if !strings.Contains(reasonDepth, strconv.Itoa(MaxDepth)) {
+		t.Errorf("reason %q does not name MaxDepth %d", reasonDepth, MaxDepth)
+	}
+}
+
 func TestAppend(t *testing.T) {
 	dst := []byte("prefix:")
 	got, err := Append(dst, []byte(` {"b":[2, 1],"a":"x"} `))
