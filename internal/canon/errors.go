@@ -10,15 +10,15 @@ import (
 type Error struct {
 	// Offset is the zero-based byte offset, in the input being canonicalized, of the first
 	// byte that could not be accepted: for example the second "0" of "00", the quote that
-	// opens a duplicate member name, the backslash of a lone-surrogate escape, the first byte
-	// of an invalid UTF-8 sequence, the bracket that nests one level deeper than
+	// opens a duplicate member name, the backslash of a lone-surrogate escape, the first
+	// byte of an invalid UTF-8 sequence, the bracket that nests one level deeper than
 	// MaxDepth, or len(input) when the input ends too early. A number that overflows a
-	// double, NaN and Infinity are reported at their first byte (the minus sign, if
-	// any). Offset is -1 when the refusal
-	// is about a whole value rather than a position, as for [AppendNumber].
+	// double, NaN and Infinity are reported at their first byte (the minus sign, if any).
+	// Offset is -1 when the refusal is about a whole value rather than a position, as for
+	// [AppendNumber].
 	Offset int64
-	// Reason says what is wrong, in lower case and without trailing punctuation, for
-	// example "duplicate object member name".
+	// Reason says what is wrong in a short phrase without trailing punctuation, for
+	// example "duplicate object member name". Its wording is not part of the API.
 	Reason string
 }
 
