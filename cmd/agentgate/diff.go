@@ -147,7 +147,7 @@ func (a *app) renderCI(w io.Writer, rep *lockfile.Report, o opts, live *lockfile
 		for _, s := range live.Servers {
 			tools += len(s.Tools)
 		}
-		fmt.Fprintf(w, "ok: %d servers, %d tools match %s\n", len(live.Servers), tools, lockName)
+		fmt.Fprintf(w, "ok: %s match %s\n", counts(len(live.Servers), tools), lockName)
 		return
 	}
 	for _, line := range driftLines(rep, lockName, configName) {
@@ -222,6 +222,11 @@ func summary(rep *lockfile.Report) string {
 		parts = append(parts, fmt.Sprintf("%d locked %s gone", removed, plural(removed, "server", "servers")))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// counts says "1 server, 3 tools".
+func counts(servers, tools int) string {
+	return fmt.Sprintf("%d %s, %d %s", servers, plural(servers, "server", "servers"), tools, plural(tools, "tool", "tools"))
 }
 
 func plural(n int, one, many string) string {

@@ -116,12 +116,12 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 	prev, _ := os.ReadFile(o.lockfile)
 	switch {
 	case bytes.Equal(prev, data):
-		fmt.Fprintf(a.env.Stdout, "%s is up to date: %d servers, %d tools\n", a.rel(o.lockfile), len(next.Servers), tools)
+		fmt.Fprintf(a.env.Stdout, "%s is up to date: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	default:
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %v", a.rel(o.lockfile), unwrapPath(err)))
 		}
-		fmt.Fprintf(a.env.Stdout, "wrote %s: %d servers, %d tools\n", a.rel(o.lockfile), len(next.Servers), tools)
+		fmt.Fprintf(a.env.Stdout, "wrote %s: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	}
 	if dropped {
 		fmt.Fprintf(a.env.Stdout, "dropped server %q, which is no longer in %s\n", server, a.rel(o.config))

@@ -44,7 +44,7 @@ func (r renderer) report(rep *lockfile.Report, live *lockfile.Lockfile) {
 		for _, s := range live.Servers {
 			tools += len(s.Tools)
 		}
-		fmt.Fprintf(r.w, "no drift: %d servers, %d tools match %s\n", len(live.Servers), tools, r.lockName)
+		fmt.Fprintf(r.w, "no drift: %s match %s\n", counts(len(live.Servers), tools), r.lockName)
 		return
 	}
 	for i, s := range rep.Servers {

@@ -210,3 +210,26 @@ func TestStripJSONC(t *testing.T) {
 		t.Error("unterminated comment accepted")
 	}
 }
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["${HOME}"],"env":{"K":"${env:K}"}}}}`))
+	f.Add([]byte("{\"servers\":{\"b\":{\"type\":\"http\",\"url\":\"https://x.test\",}},/* c */}"))
+	f.Add([]byte(`{"mcp":{"servers":{"c":{"url":"${input:x}"}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig("/p/.mcp.json", data, ConfigOptions{Getenv: func(k string) string { return "v" }})
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error does not wrap ErrConfig: %v", err)
+			}
+			return
+		}
+		for i, s := range cfg.Servers {
+			if i > 0 && cfg.Servers[i-1].Name >= s.Name {
+				t.Fatal("servers not sorted and unique")
+			}
+			if (s.Transport == TransportStdio) == (s.URL != "") || (s.Command == "") == (s.Transport == TransportStdio) {
+				t.Fatalf("inconsistent server %+v", s)
+			}
+		}
+	})
+}
