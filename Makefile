@@ -7,7 +7,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/agentgate-dev/agentgate/internal/version.Version=$(VERSION) -X github.com/agentgate-dev/agentgate/internal/version.Commit=$(COMMIT)
 export CGO_ENABLED := 0
 
-.PHONY: all build run test test-deps test-go lint bench fuzz clean
+.PHONY: all build run test test-deps test-go lint bench fuzz clean release verify-release
 
 all: build
 
@@ -41,6 +41,17 @@ fuzz:
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	  done; done
+
+## release: reproducible, signed artifacts of one commit (COMMIT=HEAD OUT=/abs/dir KEY=~/.ssh/key)
+COMMIT ?= HEAD
+release:
+	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>]"; exit 2; }
+	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)')
+
+## verify-release: check a release directory (DIR=... ALLOWED_SIGNERS=file IDENTITY=name)
+verify-release:
+	@test -n "$(DIR)" || { echo "usage: make verify-release DIR=<release dir> [ALLOWED_SIGNERS=<file> IDENTITY=<signer>]"; exit 2; }
+	$(GO) run ./scripts/release verify --dir '$(DIR)' $(if $(ALLOWED_SIGNERS),--allowed-signers '$(ALLOWED_SIGNERS)' --identity '$(IDENTITY)')
 
 clean:
 	rm -rf $(BIN)

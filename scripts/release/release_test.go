@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := cli.Run(t.Context(), newRoot(cli.Env{Stdout: &out, Stderr: &out, Getenv: os.Getenv}), args, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv})
+	return code, out.String()
+}
+
+// TestReleaseIsReproducibleAndVerifiable builds the same commit twice, each with its own empty
+// build cache (so nothing is reused between the two), and requires byte-identical artifacts;
+// then verify must pass, and fail on a one-byte change anywhere.
+func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two cold release builds")
+	}
+	testenv.LookPath(t, "git")
+	testenv.LookPath(t, "ssh-keygen")
+	root := testenv.RepoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		testenv.Missing(t, testenv.External, "not a git checkout: "+root)
+	}
+	tmp := t.TempDir()
+	key := filepath.Join(tmp, "release_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "release@test", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := filepath.Join(tmp, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("release@test "+string(pub)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	build := func(name string) string {
+		out := filepath.Join(tmp, name)
+		t.Setenv("GOCACHE", filepath.Join(tmp, "gocache-"+name))
+		code, log := runCLI(t, "build", "--repo", root, "--commit", "HEAD", "--out", out, "--key", key,
+			"--platforms", "linux/amd64", "--only", "lockerd,agentgate")
+		if code != 0 {
+			t.Fatalf("release build %s: exit %d\n%s", name, code, log)
+		}
+		return out
+	}
+	a, b := build("a"), build("b")
+	var files []string
+	filepath.WalkDir(a, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(a, path)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if len(files) < 7 {
+		t.Fatalf("release has only %v", files)
+	}
+	for _, f := range files {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, err := os.ReadFile(filepath.Join(b, f))
+		if err != nil || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two builds of the same commit", f)
+		}
+	}
+
+	verify := func() (int, string) {
+		return runCLI(t, "verify", "--dir", a, "--allowed-signers", signers, "--identity", "release@test")
+	}
+	if code, out := verify(); code != 0 {
+		t.Fatalf("verify of a fresh release: exit %d\n%s", code, out)
+	}
+	for _, f := range []string{"bin/lockerd_linux_amd64", "sbom/agentgate_linux_amd64.spdx.json", "MANIFEST", "PROVENANCE.json", "SHA256SUMS"} {
+		t.Run("one byte changed in "+f, func(t *testing.T) {
+			path := filepath.Join(a, f)
+			orig, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := bytes.Clone(orig)
+			changed[len(changed)/2] ^= 0x01
+			if err := os.WriteFile(path, changed, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(path, orig, 0o644)
+			code, out := verify()
+			if code != 1 {
+				t.Errorf("verify after changing %s: exit %d, want 1\n%s", f, code, out)
+			}
+		})
+	}
+	if code, out := verify(); code != 0 {
+		t.Errorf("verify after restoring: exit %d\n%s", code, out)
+	}
+}
+
+func TestBuildRefusesOutputInsideTree(t *testing.T) {
+	testenv.LookPath(t, "git")
+	root := testenv.RepoRoot(t)
+	code, out := runCLI(t, "build", "--repo", root, "--out", filepath.Join(root, "dist-test"))
+	if code != 2 || !strings.Contains(out, "inside the source tree") {
+		t.Errorf("build into the tree: exit %d\n%s", code, out)
+	}
+}
