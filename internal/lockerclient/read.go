@@ -1,0 +1,634 @@
+package lockerclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/locker"
+)
+
+// Field is one manifest member as the daemon served it.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// manifestKeys are the members of the contract's manifest, in its order. Other members a
+// daemon adds are dropped: nothing vouches for them.
+var manifestKeys = []string{"pad_id", "state", "block_count", "total_bytes", "sealed_at", "head_hash", "created_at", "expires_at"}
+
+// Manifest is a daemon's GET /manifest answer. Every value is the daemon's assertion;
+// BlockCount and HeadHash only steer a read (how many blocks, which head to land on).
+type Manifest struct {
+	// Fields are the contract's members present in the response, in the daemon's order,
+	// with their values verbatim (each a valid JSON value).
+	Fields []Field
+	// PadID is pad_id when it is a string.
+	PadID string
+	// State is state when it is a string.
+	State string
+	// BlockCount is block_count; BlockCountOK is false when it is not a non-negative integer.
+	BlockCount   int
+	BlockCountOK bool
+	// TotalBytes is total_bytes, -1 when it is not a non-negative integer.
+	TotalBytes int64
+	// SealedAt is sealed_at when it is an integer, else nil.
+	SealedAt *int64
+	// HeadHash is head_hash when it is a string.
+	HeadHash string
+}
+
+// Value returns the raw value of the named member, nil when absent.
+func (m *Manifest) Value(key string) json.RawMessage {
+	for _, f := range m.Fields {
+		if f.Key == key {
+			return f.Value
+		}
+	}
+	return nil
+}
+
+// Manifest fetches a pad's manifest (free: no ticket, no lease).
+func (c *Client) Manifest(ctx context.Context, padID string) (*Manifest, error) {
+	r := &request{method: http.MethodGet, route: "/v1/pads/{pad_id}/manifest", path: padPath(padID, "manifest")}
+	status, body, err := c.getJSONObject(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseManifest(body)
+	if err != nil {
+		return nil, &DaemonError{Status: status, Detail: "the manifest from " + c.redacted(r) + " is not usable: " + err.Error()}
+	}
+	return m, nil
+}
+
+func parseManifest(body []byte) (*Manifest, error) {
+	m := &Manifest{TotalBytes: -1}
+	s := scanner{b: body}
+	err := s.members(func(k []byte) error {
+		known := ""
+		for _, mk := range manifestKeys {
+			if string(k) == mk {
+				known = mk
+			}
+		}
+		raw, err := s.rawValue()
+		if err != nil || known == "" {
+			return err
+		}
+		if m.Value(known) != nil {
+			return fmt.Errorf("duplicate member %q", known)
+		}
+		m.Fields = append(m.Fields, Field{Key: known, Value: json.RawMessage(raw)})
+		vs := scanner{b: raw}
+		switch known {
+		case "pad_id", "state", "head_hash":
+			v, ok, _ := vs.stringValue()
+			if ok {
+				switch known {
+				case "pad_id":
+					m.PadID = v
+				case "state":
+					m.State = v
+				default:
+					m.HeadHash = v
+				}
+			}
+		case "block_count":
+			if iv, _ := vs.integer(); iv.isInt && iv.n >= 0 && iv.n <= 1<<31 {
+				m.BlockCount, m.BlockCountOK = int(iv.n), true
+			}
+		case "total_bytes":
+			if iv, _ := vs.integer(); iv.isInt && iv.n >= 0 {
+				m.TotalBytes = iv.n
+			}
+		case "sealed_at":
+			if iv, _ := vs.integer(); iv.isInt {
+				m.SealedAt = ptr(iv.n)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.end()
+	}
+	return m, err
+}
+
+// Hash is a 64-character lowercase hex digest, as bytes.
+type Hash [64]byte
+
+// String returns the hex text.
+func (h Hash) String() string { return string(h[:]) }
+
+// MarshalText encodes the hex text.
+func (h Hash) MarshalText() ([]byte, error) { return h[:], nil }
+
+// Block is one verified block.
+type Block struct {
+	// Seq is the block's 0-based position.
+	Seq int
+	// PrevHash and CurrHash are the chain links, recomputed by this client.
+	PrevHash, CurrHash Hash
+	// Payload is the verified bytes. It shares memory with the other blocks of its Chain.
+	Payload []byte
+	// UTF8 reports whether Payload is valid UTF-8 (then Text is its strict decode).
+	UTF8 bool
+	// CreatedAt is the daemon's created_at (an unverified assertion), nil when absent.
+	CreatedAt *int64
+}
+
+// Text returns the payload's strict UTF-8 decode, derived locally from the verified bytes;
+// ok is false when the bytes are not valid UTF-8.
+func (b *Block) Text() (text string, ok bool) {
+	if !b.UTF8 {
+		return "", false
+	}
+	return string(b.Payload), true
+}
+
+// Chain is a fully verified read: every block from genesis, recomputed onto Head.
+type Chain struct {
+	// PadID is the pad read.
+	PadID string
+	// Manifest is the daemon's manifest the walk was steered by.
+	Manifest *Manifest
+	// Blocks are all blocks, seq 0..n-1.
+	Blocks []Block
+	// Head is the head recomputed from Blocks (genesis for an empty pad).
+	Head string
+	// Bytes is the sum of the payload lengths.
+	Bytes int
+	// Integrity is the result's integrity block (verdict trusted_head_match or
+	// internal_consistency_only).
+	Integrity Integrity
+}
+
+// ReadOptions tune a read.
+type ReadOptions struct {
+	// ExpectedHead is the caller's reference head (nil: none supplied). It must come from
+	// outside the daemon, e.g. the head a writer computed at deposit time.
+	ExpectedHead *string
+}
+
+// Read walks the pad's whole chain and verifies it. ticket may be empty (the demo pad needs
+// none). It returns a *DaemonError when the daemon refused or failed, a *VerificationError
+// when what it served does not verify; neither carries payload.
+func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions) (*Chain, error) {
+	exp := opt.ExpectedHead
+	if exp != nil && IsMalformedHead(*exp) {
+		return nil, MalformedExpectedHead(*exp)
+	}
+	m, err := c.Manifest(ctx, padID)
+	if err != nil {
+		return nil, err
+	}
+	if !m.BlockCountOK {
+		return nil, failure(CauseIncompleteRetrieval, fmt.Sprintf("the manifest reported an unusable block_count (%s); refusing to verify against it", quoteRaw(m.Value("block_count"))), exp)
+	}
+	if m.PadID != padID {
+		return nil, failure(CauseInconsistentBlocks, fmt.Sprintf("the manifest answered for pad %s while %s was requested", quoteRaw(m.Value("pad_id")), strconv.Quote(capText(padID))), exp)
+	}
+	n := m.BlockCount
+	if n > c.maxBlocks {
+		return nil, failure(CauseIncompleteRetrieval, fmt.Sprintf("the manifest reports %d blocks, more than this client reads (%d); refusing a partial verification", n, c.maxBlocks), exp)
+	}
+	w := &walk{padID: padID, want: n, maxBytes: c.maxBytes, chainValid: true, blocks: make([]Block, 0, n)}
+	copy(w.prev[:], locker.GenesisHash)
+	hint := n
+	if m.TotalBytes > 0 {
+		hint = int(min(m.TotalBytes, int64(c.maxBytes)))
+	}
+	w.arena = make([]byte, 0, hint)
+
+	buf := c.getBuf()
+	defer c.bufs.Put(buf)
+	chunk := firstChunk(n, m.TotalBytes)
+	for start := 0; start < n; {
+		end := min(start+chunk, n) - 1
+		body, err := c.page(ctx, padID, ticket, start, end, buf)
+		var de *DaemonError
+		if errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge && chunk > 1 {
+			chunk = max(1, chunk/2) // the slice is over the daemon's 64 KiB cap: narrow it
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ve := w.page(body, start, end); ve != nil {
+			return nil, withExpected(ve, exp)
+		}
+		start = end + 1
+	}
+	if w.hasTotal && w.total != n {
+		return nil, failure(CauseInconsistentBlocks, fmt.Sprintf("the manifest reported block_count=%d but the daemon's block list reports total_blocks=%d", n, w.total), exp)
+	}
+	if w.blockErr != nil {
+		return nil, withExpected(w.blockErr, exp)
+	}
+	if w.chainValid && (!locker.IsHash(m.HeadHash) || !bytes.Equal(w.prev[:], []byte(m.HeadHash))) {
+		w.chainValid = false // the walk did not land on the head the daemon asserted
+	}
+	if !w.chainValid {
+		eh, cause, reason := expectedHeadState(exp, nil, true)
+		if cause == "" {
+			cause, reason = CauseChainInconsistent, reasonBroken
+		}
+		in := newIntegrity(ptr(false), w.verified, eh)
+		return nil, &VerificationError{Cause: cause, Reason: reason, Integrity: in}
+	}
+	head := string(w.prev[:])
+	eh, cause, reason := expectedHeadState(exp, &head, false)
+	in := newIntegrity(ptr(true), w.verified, eh)
+	if cause != "" {
+		in.Verdict = VerdictFailed
+		return nil, &VerificationError{Cause: cause, Reason: reason, Integrity: in}
+	}
+	return &Chain{PadID: padID, Manifest: m, Blocks: w.blocks, Head: head, Bytes: len(w.arena), Integrity: in}, nil
+}
+
+// withExpected fills the expected-head part of a walk failure built without it.
+func withExpected(ve *VerificationError, exp *string) *VerificationError {
+	return failure(ve.Cause, ve.Reason, exp)
+}
+
+// firstChunk picks the first page size: 256 blocks, or fewer when the manifest's (unverified)
+// total_bytes says 256 average blocks would not fit the daemon's 64 KiB slice cap. A lie only
+// costs extra requests or 413s; every page must still return exactly what was asked for.
+func firstChunk(n int, totalBytes int64) int {
+	chunk := locker.MaxSliceBlocks
+	if n > 0 && totalBytes > 0 {
+		fit := int64(locker.MaxSliceBytes) * int64(n) / totalBytes
+		chunk = int(max(1, min(fit, int64(chunk))))
+	}
+	return chunk
+}
+
+func (c *Client) getBuf() *[]byte {
+	if b, ok := c.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 96<<10)
+	return &b
+}
+
+// page fetches blocks from..to.
+func (c *Client) page(ctx context.Context, padID, ticket string, from, to int, buf *[]byte) ([]byte, error) {
+	q := url.Values{"from": {strconv.Itoa(from)}, "to": {strconv.Itoa(to)}}
+	r := &request{method: http.MethodGet, route: "/v1/pads/{pad_id}/blocks", path: padPath(padID, "blocks"),
+		query: q, secrets: []string{ticket}, maxBody: c.maxPage, buf: buf}
+	if ticket != "" {
+		if c.transport == config.TicketQuery {
+			q.Set("ticket", ticket)
+		} else {
+			r.bearer = ticket
+		}
+	}
+	_, body, err := c.do(ctx, r)
+	return body, err
+}
+
+// walk is the state of one read across pages.
+type walk struct {
+	padID      string
+	want       int
+	maxBytes   int
+	blocks     []Block
+	arena      []byte
+	hasher     locker.Walker
+	prev       [64]byte // head so far: the last verified curr_hash
+	chainValid bool
+	verified   int
+	hasTotal   bool
+	total      int
+	blockErr   *VerificationError // first block-level failure; reported after every page
+}
+
+// quoteRaw renders a served JSON value for an error text, capped.
+func quoteRaw(raw []byte) string {
+	if raw == nil {
+		return "nothing"
+	}
+	return capText(string(raw))
+}
+
+// page decodes and checks one /blocks response for blocks from..to.
+func (w *walk) page(body []byte, from, to int) *VerificationError {
+	want := to - from + 1
+	s := scanner{b: body}
+	var seen uint8
+	var padID []byte
+	var hasPadID bool
+	var total, echoFrom, echoTo, count intValue
+	got := 0
+	dup := func(bit uint8) error {
+		if seen&bit != 0 {
+			return s.fail("duplicate member")
+		}
+		seen |= bit
+		return nil
+	}
+	err := s.members(func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "pad_id":
+			if err = dup(1); err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.skipValue(0)
+			}
+			span, esc, err := s.stringSpan()
+			if err != nil {
+				return err
+			}
+			if padID, err = decodeString(nil, span); err != nil {
+				return s.fail("invalid pad_id")
+			}
+			_ = esc
+			hasPadID = true
+		case "total_blocks":
+			if err = dup(2); err == nil {
+				total, err = s.integer()
+			}
+		case "from":
+			if err = dup(4); err == nil {
+				echoFrom, err = s.integer()
+			}
+		case "to":
+			if err = dup(8); err == nil {
+				echoTo, err = s.integer()
+			}
+		case "count":
+			if err = dup(16); err == nil {
+				count, err = s.integer()
+			}
+		case "blocks":
+			if err = dup(32); err != nil {
+				return err
+			}
+			if s.peek() != '[' {
+				return s.fail("blocks is not an array")
+			}
+			s.i++
+			if s.peek() == ']' {
+				s.i++
+				return nil
+			}
+			for {
+				if err := w.block(&s, from+got, got < want); err != nil {
+					return err
+				}
+				got++
+				switch s.peek() {
+				case ',':
+					s.i++
+				case ']':
+					s.i++
+					return nil
+				default:
+					return s.fail("expected ',' or ']'")
+				}
+			}
+		default:
+			return s.skipValue(0)
+		}
+		return err
+	})
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d is not a well-formed block list (%v)", from, to, err)}
+	}
+	if !hasPadID || string(padID) != w.padID {
+		served := "no pad_id"
+		if hasPadID {
+			served = "pad " + strconv.Quote(capText(string(padID)))
+		}
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon answered with %s while %s was requested", served, strconv.Quote(capText(w.padID)))}
+	}
+	if !total.isInt {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d has no integer total_blocks", from, to)}
+	}
+	if !w.hasTotal {
+		w.hasTotal, w.total = true, int(total.n)
+	} else if int(total.n) != w.total {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon reported total_blocks changing between pages (%d then %d)", w.total, total.n)}
+	}
+	if got != want {
+		return &VerificationError{Cause: CauseIncompleteRetrieval, Reason: fmt.Sprintf("incomplete retrieval: asked for blocks %d..%d (%d) and received %d; refusing to verify a partial chain", from, to, want, got)}
+	}
+	if (seen&4 != 0 && (!echoFrom.isInt || echoFrom.n != int64(from))) || (seen&8 != 0 && (!echoTo.isInt || echoTo.n != int64(to))) ||
+		(seen&16 != 0 && (!count.isInt || count.n != int64(got))) {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d echoes a different range or count", from, to)}
+	}
+	return nil
+}
+
+// Kinds of a block member's value.
+const (
+	absent = iota
+	isNull
+	isString
+	isOther
+)
+
+// span is a string member of a block.
+type span struct {
+	kind int
+	raw  []byte
+	esc  bool
+}
+
+func (s *scanner) spanValue() (span, error) {
+	switch s.peek() {
+	case '"':
+		raw, esc, err := s.stringSpan()
+		return span{kind: isString, raw: raw, esc: esc}, err
+	case 'n':
+		if s.literal("null") {
+			return span{kind: isNull}, nil
+		}
+	}
+	return span{kind: isOther}, s.skipValue(0)
+}
+
+// block decodes one block object at position index. process is false for blocks past the
+// page's requested count: they are parsed (to report the count) but not kept.
+func (w *walk) block(s *scanner, index int, process bool) error {
+	var seq intValue
+	var seqRaw []byte
+	var prev, curr, b64s, text span
+	var created intValue
+	var seen uint8
+	err := s.members(func(k []byte) error {
+		bit := uint8(0)
+		var err error
+		switch string(k) {
+		case "seq":
+			bit = 1
+			s.ws()
+			start := s.i
+			seq, err = s.integer()
+			seqRaw = s.b[start:s.i]
+		case "prev_hash":
+			bit = 2
+			prev, err = s.spanValue()
+		case "curr_hash":
+			bit = 4
+			curr, err = s.spanValue()
+		case "payload_b64":
+			bit = 8
+			b64s, err = s.spanValue()
+		case "payload_utf8":
+			bit = 16
+			text, err = s.spanValue()
+		case "created_at":
+			bit = 32
+			created, err = s.integer()
+		default:
+			return s.skipValue(0) // content_type and anything else: not returned
+		}
+		if seen&bit != 0 {
+			return s.fail("duplicate member in a block")
+		}
+		seen |= bit
+		return err
+	})
+	if err != nil || !process || w.blockErr != nil {
+		return err
+	}
+	fail := func(cause Cause, format string, a ...any) error {
+		w.blockErr = &VerificationError{Cause: cause, Reason: fmt.Sprintf(format, a...)}
+		return nil
+	}
+	if seen&1 == 0 || !seq.isInt || seq.n != int64(index) {
+		shown := "nothing"
+		if seen&1 != 0 {
+			shown = capText(string(seqRaw))
+		}
+		return fail(CauseInconsistentBlocks, "the block at position %d reports seq=%s; the chain is not a contiguous 0-based sequence", index, shown)
+	}
+	if created.kind != 0 && created.kind != '0' && created.kind != 'n' || created.kind == '0' && !created.isInt {
+		return fail(CauseInconsistentBlocks, "block %d: created_at is not an integer", index)
+	}
+	// payload_b64: the hashed representation, decoded strictly straight into the arena.
+	if b64s.kind != isString {
+		return fail(CauseInconsistentBlocks, "block %d: the payload is not a base64 string", index)
+	}
+	src := b64s.raw
+	if b64s.esc {
+		var err error
+		if src, err = decodeString(nil, src); err != nil {
+			return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
+		}
+	}
+	if len(src)%4 != 0 || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
+		return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
+	}
+	dl := len(src) / 4 * 3 // exact: the strict decoder refuses anything but canonical padding
+	if dl > 0 && src[len(src)-1] == '=' {
+		dl--
+		if src[len(src)-2] == '=' {
+			dl--
+		}
+	}
+	if len(w.arena)+dl > w.maxBytes {
+		return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
+	}
+	if cap(w.arena)-len(w.arena) < dl {
+		grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
+		copy(grown, w.arena)
+		w.arena = grown // earlier blocks keep their slices of the old array
+	}
+	at := len(w.arena)
+	if err := decodeB64(w.arena[at:at+dl], src); err != nil {
+		return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
+	}
+	payload := w.arena[at : at+dl : at+dl]
+	w.arena = w.arena[:at+dl]
+	// payload_utf8, when present, must be exactly the strict decode of those bytes.
+	valid := utf8.Valid(payload)
+	switch text.kind {
+	case isNull:
+		if valid {
+			return fail(CauseRepresentationMismatch, "block %d: the daemon presented no text for a payload that is valid UTF-8; refusing a representation that disagrees with the verified bytes", index)
+		}
+	case isString:
+		if !valid || !matchText(text.raw, payload) {
+			return fail(CauseRepresentationMismatch, "block %d: the text the daemon presented does not match the payload bytes it served; refusing a representation that disagrees with the verified bytes", index)
+		}
+	case isOther:
+		return fail(CauseRepresentationMismatch, "block %d: payload_utf8 is neither text nor null", index)
+	}
+	b := Block{Seq: index, Payload: payload, UTF8: valid}
+	if created.isInt {
+		b.CreatedAt = ptr(created.n)
+	}
+	copy(b.PrevHash[:], w.prev[:])
+	if w.chainValid {
+		next := w.hasher.Next(payload)
+		if hashIs(prev, w.prev[:]) && hashIs(curr, next) {
+			copy(w.prev[:], next)
+			w.verified++
+		} else {
+			w.chainValid = false
+		}
+	}
+	copy(b.CurrHash[:], w.prev[:])
+	w.blocks = append(w.blocks, b)
+	return nil
+}
+
+// hashIs reports whether a served hash member equals want (64 lowercase hex bytes).
+func hashIs(s span, want []byte) bool {
+	if s.kind != isString {
+		return false
+	}
+	if !s.esc {
+		return bytes.Equal(s.raw, want)
+	}
+	var scratch [64]byte
+	v, err := decodeString(scratch[:0], s.raw)
+	return err == nil && bytes.Equal(v, want)
+}
+
+// matchText reports whether a JSON string span decodes to exactly p, without allocating:
+// raw runs are compared in place, escapes decoded one at a time. A lone surrogate escape
+// never matches (strict UTF-8 text cannot hold one).
+func matchText(span, p []byte) bool {
+	for {
+		bs := bytes.IndexByte(span, '\\')
+		run := span
+		if bs >= 0 {
+			run = span[:bs]
+		}
+		if len(run) > len(p) || !bytes.Equal(run, p[:len(run)]) || hasControl(run) {
+			return false
+		}
+		p = p[len(run):]
+		if bs < 0 {
+			return len(p) == 0
+		}
+		r, n, ok := unescape(span[bs:])
+		if !ok || r < 0 {
+			return false
+		}
+		var enc [utf8.UTFMax]byte
+		m := utf8.EncodeRune(enc[:], r)
+		if m > len(p) || !bytes.Equal(enc[:m], p[:m]) {
+			return false
+		}
+		p = p[m:]
+		span = span[bs+n:]
+	}
+}
