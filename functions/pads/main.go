@@ -1,0 +1,62 @@
+// Command pads is the Padlock Lambda behind an API Gateway HTTP API: the same http.Handler as
+// lockerd, over DynamoDB. Everything is built once at cold start, before lambda.Start.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/agentgate-dev/agentgate/internal/app"
+	"github.com/agentgate-dev/agentgate/internal/config"
+)
+
+// handlerFunc is what lambda.Start runs per invocation.
+type handlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// newHandler parses the configuration, builds the AWS config (unless awsCfg is given, as
+// tests do), the DynamoDB store and the Padlock handler (seeding demo-pad-v1 idempotently).
+func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, level *slog.LevelVar, log *slog.Logger) (handlerFunc, error) {
+	lc, err := config.LoadLocker(getenv)
+	if err != nil {
+		return nil, err
+	}
+	level.Set(lc.LogLevel)
+	ac, err := config.LoadAWS(getenv)
+	if err != nil {
+		return nil, err
+	}
+	log.InfoContext(ctx, "config", slog.Any("locker", lc), slog.Any("aws", ac))
+	if awsCfg == nil {
+		cfg, err := app.AWSConfig(ctx, ac)
+		if err != nil {
+			return nil, err
+		}
+		awsCfg = &cfg
+	}
+	store, err := app.PadStore(ctx, *awsCfg, ac, log)
+	if err != nil {
+		return nil, err
+	}
+	h, err := app.LockerHandler(ctx, lc, store, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	return httpadapter.NewV2(h).ProxyWithContext, nil
+}
+
+func main() {
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+	h, err := newHandler(context.Background(), os.Getenv, nil, level, log)
+	if err != nil {
+		log.Error("pads: cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}

@@ -1,0 +1,33 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/dynamostore"
+)
+
+// AWSConfig loads the AWS SDK configuration once, at cold start, through the SDK's default
+// chain (AWS_REGION, the Lambda role's credentials, AWS_ENDPOINT_URL[_DYNAMODB] for moto or
+// LocalStack). It keeps the SDK's default HTTP client: a custom one makes LoadDefaultConfig
+// panic when AWS_CA_BUNDLE is set.
+func AWSConfig(ctx context.Context, c config.AWS) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryMaxAttempts(c.MaxAttempts))
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	return cfg, nil
+}
+
+// PadStore builds the DynamoDB pads store on awsCfg and checks the table's format marker.
+// apiOptions are added to the DynamoDB client (tests install call counters and faults).
+func PadStore(ctx context.Context, awsCfg aws.Config, c config.AWS, log *slog.Logger, apiOptions ...func(*dynamodb.Options)) (*dynamostore.PadStore, error) {
+	client := dynamodb.NewFromConfig(awsCfg, apiOptions...)
+	return dynamostore.New(ctx, dynamostore.Config{Client: client, Table: c.PadsTable, Logger: log})
+}
