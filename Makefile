@@ -55,3 +55,15 @@ verify-release:
 
 clean:
 	rm -rf $(BIN)
+
+## build-PadsFunction: the pads Lambda's bootstrap for SAM's makefile build method (sam build)
+ARTIFACTS_DIR ?= $(BIN)/PadsFunction
+LAMBDA_GOARCH ?= arm64
+.PHONY: build-PadsFunction test-integration
+build-PadsFunction:
+	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/pads
+
+## test-integration: the AWS integration tests, required (never skipped): moto_server by default,
+## or the endpoint in AWS_ENDPOINT_URL (e.g. AWS_ENDPOINT_URL=http://localhost:4566 for LocalStack)
+test-integration:
+	AGENTGATE_REQUIRE_AWS=1 $(GO) test -count=1 ./internal/awstest/ ./internal/dynamostore/ ./functions/... ./test/rie/ ./test/template/
