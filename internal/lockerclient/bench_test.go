@@ -3,26 +3,26 @@ package lockerclient
 import (
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/lockerclient/lockertest"
 )
 
 // fullPad creates a pad holding exactly 256 KiB of payload in n equal blocks (block 0 an
 // envelope padded with spaces), the same shape as internal/httpapi's benchmark.
-func fullPad(b *testing.B, d *daemon, n int) (created, [][]byte) {
+func fullPad(b *testing.B, d *lockertest.Daemon, n int) (lockertest.Created, [][]byte) {
 	b.Helper()
 	size := locker.MaxPadBytes / n
-	env := testEnvelope + strings.Repeat(" ", size-len(testEnvelope))
+	env := lockertest.Envelope + strings.Repeat(" ", size-len(lockertest.Envelope))
 	payloads := [][]byte{[]byte(env)}
 	for i := 1; i < n; i++ {
 		payloads = append(payloads, []byte(fmt.Sprintf("%-*d", size, i)))
 	}
-	return d.pad(payloads, true), payloads
+	return d.Pad(payloads, true), payloads
 }
 
 // recorder captures every response of a handler by request URI, to replay them.
@@ -78,7 +78,7 @@ func BenchmarkReadVerify256KiB(b *testing.B) {
 }
 
 func benchReadVerify(b *testing.B, n int) {
-	d := newDaemon(b)
+	d := lockertest.New(b, lockertest.Options{})
 	c, payloads := fullPad(b, d, n)
 	total := int64(0)
 	for _, p := range payloads {
@@ -86,8 +86,8 @@ func benchReadVerify(b *testing.B, n int) {
 	}
 	head := locker.ChainHead(payloads)
 
-	rec := &recorder{h: d.h, pages: map[string][]byte{}}
-	client, _ := serve(b, rec)
+	rec := &recorder{h: d.Handler, pages: map[string][]byte{}}
+	client := serve(b, rec)
 	ch, err := client.Read(b.Context(), c.PadID, c.ReadTicket, ReadOptions{ExpectedHead: &head})
 	if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
 		b.Fatalf("warm-up read: %v", err)
@@ -134,9 +134,9 @@ func benchReadVerify(b *testing.B, n int) {
 	for _, tc := range []struct {
 		name string
 		h    http.Handler
-	}{{"http-static-daemon", static(rec.pages)}, {"http-lockerd", d.h}} {
+	}{{"http-static-daemon", static(rec.pages)}, {"http-lockerd", d.Handler}} {
 		b.Run(tc.name, func(b *testing.B) {
-			client, _ := serve(b, tc.h)
+			client := serve(b, tc.h)
 			b.SetBytes(total)
 			for b.Loop() {
 				ch, err := client.Read(b.Context(), c.PadID, c.ReadTicket, ReadOptions{ExpectedHead: &head})
@@ -147,5 +147,3 @@ func benchReadVerify(b *testing.B, n int) {
 		})
 	}
 }
-
-var _ = io.Discard

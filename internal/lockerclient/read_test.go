@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/lockerclient/lockertest"
 )
 
 func TestReadDemoPad(t *testing.T) {
-	d := newDaemon(t)
-	c, _ := serve(t, d.h)
+	d := lockertest.New(t, lockertest.Options{})
+	c := serve(t, d.Handler)
 	ch, err := c.Read(t.Context(), locker.DemoPadID, "", ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

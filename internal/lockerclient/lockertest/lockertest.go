@@ -1,0 +1,223 @@
+// Package lockertest runs a real lockerd handler (internal/httpapi over SQLite in a test's
+// temporary directory) for tests of Padlock clients, and wraps it in hostile daemons that
+// rewrite what it serves.
+package lockertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/httpapi"
+	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+)
+
+// Clock is a settable clock for the daemon.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// Options tune a Daemon.
+type Options struct {
+	// LeaseSeconds is the read_once lease window. Default 600.
+	LeaseSeconds int
+}
+
+// Daemon is a real lockerd handler with the demo pad seeded, on a clock starting at
+// 2027-01-15T08:00:00Z.
+type Daemon struct {
+	t       testing.TB
+	Handler http.Handler
+	Clock   *Clock
+}
+
+// New starts a Daemon; everything is cleaned up with t.
+func New(t testing.TB, opt Options) *Daemon {
+	t.Helper()
+	store, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "locker.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	c := &Clock{now: time.Unix(1_800_000_000, 0)}
+	svc, err := locker.New(locker.Config{Store: store, Now: c.Now, LeaseSeconds: opt.LeaseSeconds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SeedDemo(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Service: svc, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Daemon{t: t, Handler: h, Clock: c}
+}
+
+// Serve starts h on a loopback httptest server, closed with t, and returns its URL.
+func Serve(t testing.TB, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Created is a create response.
+type Created struct {
+	PadID      string `json:"pad_id"`
+	WriteKey   string `json:"write_key"`
+	ReadTicket string `json:"read_ticket"`
+}
+
+// Do sends one request straight to the handler and returns status and body.
+func (d *Daemon) Do(method, target string, body []byte, bearer string) (int, []byte) {
+	d.t.Helper()
+	req := httptest.NewRequest(method, target, bytes.NewReader(body))
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	rec := httptest.NewRecorder()
+	d.Handler.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes()
+}
+
+// Envelope is a valid locker.handoff.v1 envelope as Python's json.dumps writes it.
+const Envelope = `{"schema": "locker.handoff.v1", "task_id": "t1", "from_agent": "planner", "to_agent": "worker", "constraints": [], "artifacts": [], "budget_usd": null}`
+
+// Pad creates a pad holding payloads (payloads[0] must be an envelope), sealed when seal is
+// set, and returns its capabilities.
+func (d *Daemon) Pad(payloads [][]byte, seal bool) Created {
+	d.t.Helper()
+	code, body := d.Do("POST", "/v1/pads", []byte(`{"max_blocks": `+strconv.Itoa(max(1, len(payloads)))+`}`), "")
+	if code != 201 {
+		d.t.Fatalf("create: %d %s", code, body)
+	}
+	var c Created
+	if err := json.Unmarshal(body, &c); err != nil {
+		d.t.Fatal(err)
+	}
+	for i, p := range payloads {
+		if code, body := d.Do("POST", "/v1/pads/"+c.PadID+"/append", p, c.WriteKey); code != 201 {
+			d.t.Fatalf("append %d: %d %s", i, code, body)
+		}
+	}
+	if seal {
+		if code, body := d.Do("POST", "/v1/pads/"+c.PadID+"/seal", nil, c.WriteKey); code != 200 {
+			d.t.Fatalf("seal: %d %s", code, body)
+		}
+	}
+	return c
+}
+
+// Response is a recorded response a Rewrite may change.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Drop closes the connection without answering (a lost response): the request has
+	// already reached the daemon.
+	Drop bool
+}
+
+// Rewrite changes the daemon's response to req (route is the request path, e.g.
+// /v1/pads/ID/blocks). It may also leave it alone.
+type Rewrite func(req *http.Request, resp *Response)
+
+// Hostile serves the daemon's responses through rewrite.
+func (d *Daemon) Hostile(rewrite Rewrite) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		d.Handler.ServeHTTP(rec, r)
+		resp := &Response{Status: rec.Code, Header: rec.Header().Clone(), Body: rec.Body.Bytes()}
+		rewrite(r, resp)
+		if resp.Drop {
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
+	})
+}
+
+// Page is a decoded /blocks response, for rewrites.
+type Page struct {
+	PadID       string      `json:"pad_id"`
+	From        int         `json:"from"`
+	To          int         `json:"to"`
+	Count       int         `json:"count"`
+	TotalBlocks int         `json:"total_blocks"`
+	Blocks      []PageBlock `json:"blocks"`
+}
+
+// PageBlock is one block of a Page.
+type PageBlock struct {
+	Seq         int     `json:"seq"`
+	PrevHash    string  `json:"prev_hash"`
+	CurrHash    string  `json:"curr_hash"`
+	ContentType string  `json:"content_type"`
+	PayloadB64  string  `json:"payload_b64"`
+	PayloadUTF8 *string `json:"payload_utf8"`
+	CreatedAt   int64   `json:"created_at"`
+}
+
+// EditJSON decodes resp's body into v, calls edit, and re-encodes it.
+func EditJSON[T any](t testing.TB, resp *Response, edit func(*T)) {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(resp.Body, &v); err != nil {
+		t.Errorf("rewrite: %v", err)
+		return
+	}
+	edit(&v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Errorf("rewrite: %v", err)
+		return
+	}
+	resp.Body = b
+}
+
+// Rechain recomputes prev/curr hashes of consecutive blocks from prev, keeping
+// payload_utf8 equal to the strict decode of the payload: a rewrite a chain check cannot see.
+func Rechain(blocks []PageBlock, prev string) string {
+	for i := range blocks {
+		p := decode(blocks[i].PayloadB64)
+		blocks[i].PrevHash = prev
+		blocks[i].CurrHash = locker.NextHash(prev, p)
+		prev = blocks[i].CurrHash
+	}
+	return prev
+}
+
+// SetPayload replaces a block's payload consistently (base64 and text), leaving hashes.
+func SetPayload(b *PageBlock, p []byte) {
+	b.PayloadB64 = encodeB64(p)
+	b.PayloadUTF8 = nil
+	if utf8Valid(p) {
+		s := string(p)
+		b.PayloadUTF8 = &s
+	}
+}

@@ -1,0 +1,425 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentgate-dev/agentgate/internal/lockerclient"
+	"github.com/agentgate-dev/agentgate/internal/version"
+)
+
+// Name is the MCP server's name.
+const Name = "lockermcp"
+
+// Config configures the server.
+type Config struct {
+	// Client talks to the daemon. Required.
+	Client *lockerclient.Client
+	// Logger receives one line per tool call: tool, outcome class, duration. Never
+	// arguments or results. Default: discard.
+	Logger *slog.Logger
+	// Version is reported in the MCP handshake. Default version.Version.
+	Version string
+}
+
+type server struct {
+	c   *lockerclient.Client
+	log *slog.Logger
+}
+
+// New returns the lockermcp MCP server with its six tools.
+func New(cfg Config) (*mcp.Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("mcpserver: Config.Client is required")
+	}
+	s := &server{c: cfg.Client, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Version == "" {
+		cfg.Version = version.Version
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	for _, t := range tools {
+		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: json.RawMessage(t.schema),
+			Annotations: t.annotations}, s.handler(t))
+	}
+	return srv, nil
+}
+
+// obj is a JSON object whose members keep their order.
+type obj []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+// MarshalJSON writes the members in order, without HTML escaping.
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := encode(m.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := encode(m.v)
+		if err != nil {
+			return nil, fmt.Errorf("member %q: %w", m.k, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// encode is compact JSON without HTML escaping: payload text reaches the model as written.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// outcome classifies a result for the log line (never its content).
+type outcome string
+
+type tool struct {
+	name        string
+	description string
+	schema      string
+	params      []string
+	annotations *mcp.ToolAnnotations
+	run         func(s *server, ctx context.Context, a *args) (any, outcome, error)
+}
+
+func (s *server) handler(t tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		res, oc, err := s.call(ctx, t, req)
+		s.log.InfoContext(ctx, "tool call", slog.String("tool", t.name), slog.String("outcome", string(oc)),
+			slog.Duration("duration", time.Since(start)))
+		return res, err
+	}
+}
+
+func (s *server) call(ctx context.Context, t tool, req *mcp.CallToolRequest) (*mcp.CallToolResult, outcome, error) {
+	var raw json.RawMessage
+	if req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	a, err := parseArgs(raw, t.params...)
+	var result any
+	var oc outcome
+	if err == nil {
+		result, oc, err = t.run(s, ctx, a)
+	}
+	if err != nil {
+		var ae *argError
+		if !errors.As(err, &ae) && !errors.Is(err, lockerclient.ErrPreflight) {
+			return nil, "internal_error", err
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.name + ": " + err.Error()}}}, "invalid_arguments", nil
+	}
+	compact, err := encode(result)
+	if err != nil {
+		return nil, "internal_error", fmt.Errorf("%s: encode result: %w", t.name, err)
+	}
+	var text bytes.Buffer
+	if err := json.Indent(&text, compact, "", "  "); err != nil {
+		return nil, "internal_error", fmt.Errorf("%s: indent result: %w", t.name, err)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}},
+		StructuredContent: json.RawMessage(compact)}, oc, nil
+}
+
+// errorResult turns a client error into the contract's error result.
+func errorResult(padID string, err error) (any, outcome, error) {
+	var de *lockerclient.DaemonError
+	if errors.As(err, &de) {
+		return daemonError(de), outcome(fmt.Sprintf("daemon_error_%d", de.Status)), nil
+	}
+	var ve *lockerclient.VerificationError
+	if errors.As(err, &ve) {
+		return obj{
+			{"error", obj{{"status", 0}, {"kind", "verification_failed"}, {"cause", ve.Cause}, {"detail", ve.Error()}}},
+			{"pad_id", padID},
+			{"integrity", ve.Integrity},
+		}, outcome("verification_failed_" + string(ve.Cause)), nil
+	}
+	return nil, "internal_error", err
+}
+
+func daemonError(de *lockerclient.DaemonError) obj {
+	if de.Challenge != nil {
+		return obj{{"error", obj{{"status", de.Status}, {"challenge", de.Challenge}}}}
+	}
+	return obj{{"error", obj{{"status", de.Status}, {"detail", de.Error()}}}}
+}
+
+// rawObject is a daemon response returned as the daemon sent it (a JSON object).
+func rawObject(raw json.RawMessage) any { return raw }
+
+func runCreate(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	ttl, err := a.integer("ttl_seconds", true, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	maxBlocks, err := a.integer("max_blocks", false, 32)
+	if err != nil {
+		return nil, "", err
+	}
+	proof, err := a.optStr("payment_tx_hash")
+	if err != nil {
+		return nil, "", err
+	}
+	req := lockerclient.CreateRequest{TTLSeconds: ttl, MaxBlocks: maxBlocks}
+	if proof != nil {
+		req.PaymentTxHash = *proof
+	}
+	raw, err := s.c.Create(ctx, req)
+	if err != nil {
+		return errorResult("", err)
+	}
+	return rawObject(raw), "ok", nil
+}
+
+func runAppend(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	padID, _, err := a.str("pad_id", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	key, _, err := a.str("write_key", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	pv, err := a.get("payload", true, false)
+	if err != nil {
+		return nil, "", err
+	}
+	payload, _, err := payloadBytes(pv, "payload")
+	if err != nil {
+		return nil, "", err
+	}
+	ct, _, err := a.str("content_type", false, false, "application/json")
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := s.c.Append(ctx, padID, key, ct, payload)
+	if err != nil {
+		return errorResult(padID, err)
+	}
+	return rawObject(raw), "ok", nil
+}
+
+func runSeal(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	padID, _, err := a.str("pad_id", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	key, _, err := a.str("write_key", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := s.c.Seal(ctx, padID, key)
+	if err != nil {
+		return errorResult(padID, err)
+	}
+	return rawObject(raw), "ok", nil
+}
+
+func runDeposit(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	env, err := a.get("envelope", true, false)
+	if err != nil {
+		return nil, "", err
+	}
+	if env.kind != kObject {
+		return nil, "", argErrorf("envelope must be an object, not a %s", env.typeName())
+	}
+	arts, err := a.get("artifacts", true, false)
+	if err != nil {
+		return nil, "", err
+	}
+	if arts.kind != kArray {
+		return nil, "", argErrorf("artifacts must be a list, not a %s", arts.typeName())
+	}
+	ttl, err := a.integer("ttl_seconds", false, 3600)
+	if err != nil {
+		return nil, "", err
+	}
+	proof, err := a.optStr("payment_tx_hash")
+	if err != nil {
+		return nil, "", err
+	}
+	// Every block is encoded and checked before anything is created, so a bad artifact can
+	// never orphan a pad.
+	envBytes, err := pyDumps(env)
+	if err != nil {
+		return nil, "", argErrorf("envelope: %v", err)
+	}
+	req := lockerclient.DepositRequest{TTLSeconds: ttl, Blocks: []lockerclient.DepositBlock{{Payload: envBytes, ContentType: "application/json"}}}
+	if proof != nil {
+		req.PaymentTxHash = *proof
+	}
+	for i, it := range arts.items {
+		p, isJSON, err := payloadBytes(it, fmt.Sprintf("artifact %d", i))
+		if err != nil {
+			return nil, "", err
+		}
+		ct := "text/plain"
+		if isJSON {
+			ct = "application/json"
+		}
+		req.Blocks = append(req.Blocks, lockerclient.DepositBlock{Payload: p, ContentType: ct})
+	}
+	d, err := s.c.Deposit(ctx, req)
+	var de *lockerclient.DepositError
+	switch {
+	case errors.As(err, &de):
+		return depositFailure(de), outcome("deposit_failed_" + de.Cause), nil
+	case err != nil:
+		return nil, "", err // ErrPreflight: nothing was sent
+	}
+	return obj{{"pad_id", d.PadID}, {"read_ticket", d.ReadTicket}, {"head_hash", d.HeadHash}, {"head_source", d.HeadSource},
+		{"server_head_hash", d.ServerHeadHash}, {"status", d.Status}}, "ok", nil
+}
+
+func depositFailure(e *lockerclient.DepositError) obj {
+	var errObj any
+	if e.Daemon != nil {
+		errObj = daemonError(e.Daemon)[0].v
+	} else {
+		errObj = obj{{"status", 0}, {"kind", e.Kind}, {"cause", e.Cause}, {"detail", e.Detail}}
+	}
+	out := obj{{"error", errObj}, {"pad_id", e.PadID}, {"partial", e.Partial}}
+	if e.Integrity != nil {
+		out = append(out, kv{"integrity", e.Integrity})
+	}
+	return out
+}
+
+func runManifest(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	padID, _, err := a.str("pad_id", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	ticket, err := a.optStr("ticket")
+	if err != nil {
+		return nil, "", err
+	}
+	expected, err := a.optStr("expected_head_hash")
+	if err != nil {
+		return nil, "", err
+	}
+	hasTicket := ticket != nil && *ticket != ""
+	if expected != nil {
+		if lockerclient.IsMalformedHead(*expected) {
+			return errorResult(padID, lockerclient.MalformedExpectedHead(*expected))
+		}
+		if !hasTicket {
+			// With no ticket there is no chain to walk; the daemon's manifest head is never
+			// used in place of the caller's reference.
+			return errorResult(padID, lockerclient.TicketRequired(*expected))
+		}
+	}
+	var m *lockerclient.Manifest
+	var in lockerclient.Integrity
+	if hasTicket {
+		ch, err := s.c.Read(ctx, padID, *ticket, lockerclient.ReadOptions{ExpectedHead: expected})
+		if err != nil {
+			return errorResult(padID, err)
+		}
+		m, in = ch.Manifest, ch.Integrity
+	} else {
+		if m, err = s.c.Manifest(ctx, padID); err != nil {
+			return errorResult(padID, err)
+		}
+		in = lockerclient.NotChecked()
+	}
+	out := make(obj, 0, len(m.Fields)+2)
+	for _, f := range m.Fields {
+		out = append(out, kv{f.Key, f.Value})
+	}
+	var head any
+	if v := m.Value("head_hash"); v != nil {
+		head = v
+	}
+	out = append(out, kv{"integrity", in}, kv{"head_provenance", lockerclient.NewHeadProvenance(head, in)})
+	return out, outcome("ok_" + string(in.Verdict)), nil
+}
+
+// blockOut is a verified block as returned: content_type is deliberately absent (the hash
+// does not cover it and it is a processing instruction), payload_utf8 is this client's
+// strict decode of the verified bytes.
+type blockOut struct {
+	Seq               int               `json:"seq"`
+	PrevHash          lockerclient.Hash `json:"prev_hash"`
+	CurrHash          lockerclient.Hash `json:"curr_hash"`
+	PayloadB64        string            `json:"payload_b64"`
+	PayloadUTF8       *string           `json:"payload_utf8"`
+	CreatedAt         *int64            `json:"created_at"`
+	PayloadUTF8Source string            `json:"payload_utf8_source"`
+}
+
+func runReadBlocks(s *server, ctx context.Context, a *args) (any, outcome, error) {
+	padID, _, err := a.str("pad_id", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	ticket, _, err := a.str("ticket", true, false, "")
+	if err != nil {
+		return nil, "", err
+	}
+	from, err := a.integer("from_block", false, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	to, err := a.integer("to_block", false, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	expected, err := a.optStr("expected_head_hash")
+	if err != nil {
+		return nil, "", err
+	}
+	ch, err := s.c.Read(ctx, padID, ticket, lockerclient.ReadOptions{ExpectedHead: expected})
+	if err != nil {
+		return errorResult(padID, err)
+	}
+	// The whole chain was verified; the slice is cut locally.
+	total := len(ch.Blocks)
+	blocks := []blockOut{}
+	outTo := 0
+	if total > 0 {
+		f := max(0, from)
+		outTo = min(to, total-1)
+		for i := f; i <= outTo; i++ {
+			b := &ch.Blocks[i]
+			bo := blockOut{Seq: b.Seq, PrevHash: b.PrevHash, CurrHash: b.CurrHash,
+				PayloadB64: base64.StdEncoding.EncodeToString(b.Payload), CreatedAt: b.CreatedAt, PayloadUTF8Source: "client-derived"}
+			if text, ok := b.Text(); ok {
+				bo.PayloadUTF8 = &text
+			}
+			blocks = append(blocks, bo)
+		}
+	}
+	return obj{{"pad_id", padID}, {"from", from}, {"to", outTo}, {"count", len(blocks)}, {"total_blocks", total},
+		{"integrity", ch.Integrity}, {"blocks", blocks}}, outcome("ok_" + string(ch.Integrity.Verdict)), nil
+}
