@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // newStore returns a PadStore on a fresh table shaped like template.yaml's PadsTable.
 // Extra APIOptions (call counters, fault injectors) are installed on its client.
-func newStore(t *testing.T, apiOptions ...func(*dynamodb.Options)) *dynamostore.PadStore {
+func newStore(t testing.TB, apiOptions ...func(*dynamodb.Options)) *dynamostore.PadStore {
 	t.Helper()
 	cfg := awstest.Config(t)
 	table := awstest.PadsTable(t, cfg)
