@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -198,7 +199,8 @@ func TestCheckIntegrityExitCodes(t *testing.T) {
 
 	code := func(args ...string) (int, string) {
 		out, err := exec.CommandContext(t.Context(), bin, args...).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			return ee.ExitCode(), string(out)
 		}
 		if err != nil {

@@ -478,7 +478,7 @@ func queryInt(r *http.Request, name string) (n int, present bool, bad *validatio
 	v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 	if err != nil {
 		var ne *strconv.NumError
-		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+		if !errors.As(err, &ne) || !errors.Is(ne.Err, strconv.ErrRange) {
 			return 0, true, &validationItem{Type: "int_parsing", Loc: []string{"query", name},
 				Msg: "Input should be a valid integer, unable to parse string as an integer", Input: raw}
 		}

@@ -59,7 +59,9 @@ type spdxRelationship struct {
 
 var spdxIDChars = regexp.MustCompile(`[^A-Za-z0-9.-]`)
 
-func spdxID(prefix, s string) string { return "SPDXRef-" + prefix + "-" + spdxIDChars.ReplaceAllString(s, "-") }
+func spdxID(prefix, s string) string {
+	return "SPDXRef-" + prefix + "-" + spdxIDChars.ReplaceAllString(s, "-")
+}
 
 // module is one module a binary embeds, as debug/buildinfo reports it.
 type module struct{ path, version, sum string }
