@@ -37,6 +37,10 @@ Configuration comes from flags, then environment variables, then defaults:
   --host  LOCKER_HOST                (127.0.0.1)
   --port  LOCKER_PORT                (8000)
           LOCKER_MODE                open (default; aliases local, dev) or txid (alias x402)
+          PAYMENT_WALLET_ADDRESS     txid: the wallet a create must pay (unset: every create 500)
+          BASE_RPC_URL               txid: Base JSON-RPC endpoint (https://mainnet.base.org)
+          REQUIRED_USDC_UNITS        txid: price per pad in USDC units, 6 decimals (2000)
+          USDC_CONTRACT              txid: token contract (Base native USDC)
           LOCKER_READ_LEASE_SECONDS  read_once lease window (600)
           LOCKER_LOG_LEVEL           debug, info, warn, error (info)
 

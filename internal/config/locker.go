@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -49,10 +50,21 @@ type Locker struct {
 // Addr is Host:Port.
 func (c Locker) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
 
-// LogValue logs the effective configuration; it holds no secrets.
+// LogValue logs the effective configuration; it holds no secrets. In txid mode it adds the
+// payment terms and the RPC endpoint's scheme and host only: RPC URLs often carry an API key
+// in their path or query.
 func (c Locker) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("mode", string(c.Mode)), slog.String("db_path", c.DBPath),
-		slog.String("addr", c.Addr()), slog.Int("lease_seconds", c.LeaseSeconds))
+	attrs := []slog.Attr{slog.String("mode", string(c.Mode)), slog.String("db_path", c.DBPath),
+		slog.String("addr", c.Addr()), slog.Int("lease_seconds", c.LeaseSeconds)}
+	if c.Mode == ModeTxid {
+		rpc := "(invalid)"
+		if u, err := url.Parse(c.RPCURL); err == nil {
+			rpc = u.Scheme + "://" + u.Host
+		}
+		attrs = append(attrs, slog.String("payment_wallet", c.WalletAddress), slog.String("usdc_contract", c.USDCContract),
+			slog.Int64("required_units", c.RequiredUnits), slog.String("rpc_endpoint", rpc))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 var evmAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
@@ -89,6 +101,9 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 	}
 	if v := strings.TrimSpace(getenv("BASE_RPC_URL")); v != "" {
 		c.RPCURL = v
+	}
+	if u, err := url.Parse(c.RPCURL); c.Mode == ModeTxid && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, errors.New("BASE_RPC_URL must be an http or https URL"))
 	}
 	if v := strings.TrimSpace(getenv("REQUIRED_USDC_UNITS")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
