@@ -2,10 +2,16 @@ package awstest
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -52,5 +58,50 @@ func TestCreateTable(t *testing.T) {
 	}
 	if got := calls.Take(); got["DescribeTable"] != 1 || len(got) != 1 {
 		t.Errorf("calls = %v, want one DescribeTable", got)
+	}
+}
+
+// TestTemplatePadsPolicy pins the pads function's IAM policy to the calls the driver makes:
+// least privilege, and nothing that deletes or scans.
+func TestTemplatePadsPolicy(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	fn := child(child(doc.Content[0], "Resources"), "PadsFunction")
+	var props struct {
+		Policies []struct {
+			Statement []struct {
+				Effect   string    `yaml:"Effect"`
+				Action   []string  `yaml:"Action"`
+				Resource yaml.Node `yaml:"Resource"`
+			} `yaml:"Statement"`
+		} `yaml:"Policies"`
+		Environment struct {
+			Variables map[string]yaml.Node `yaml:"Variables"`
+		} `yaml:"Environment"`
+	}
+	if err := child(fn, "Properties").Decode(&props); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, p := range props.Policies {
+		for _, s := range p.Statement {
+			if s.Effect != "Allow" || s.Resource.Tag != "!GetAtt" || s.Resource.Value != "PadsTable.Arn" {
+				t.Errorf("statement %+v is not an Allow on PadsTable.Arn", s)
+			}
+			actions = append(actions, s.Action...)
+		}
+	}
+	sort.Strings(actions)
+	if want := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}; !slices.Equal(actions, want) {
+		t.Errorf("PadsFunction actions = %v, want exactly %v", actions, want)
+	}
+	if v := props.Environment.Variables["PADS_TABLE"]; v.Tag != "!Ref" || v.Value != "PadsTable" {
+		t.Errorf("PADS_TABLE = %s %s, want !Ref PadsTable", v.Tag, v.Value)
 	}
 }
