@@ -153,7 +153,9 @@ func TestHostileReads(t *testing.T) {
 			}},
 		{name: "undecodable base64", pad: small, cause: "inconsistent_blocks",
 			rewrite: func(t *testing.T) lockertest.Rewrite {
-				return page(t, func(_ *http.Request, p *lockertest.Page) { p.Blocks[1].PayloadB64 = "!!!!" + p.Blocks[1].PayloadB64[4:] })
+				return page(t, func(_ *http.Request, p *lockertest.Page) {
+					p.Blocks[1].PayloadB64 = "!!!!" + p.Blocks[1].PayloadB64[4:]
+				})
 			}},
 		{name: "base64 with a newline", pad: small, cause: "inconsistent_blocks",
 			rewrite: func(t *testing.T) lockertest.Rewrite {
