@@ -1,5 +1,3 @@
-// Command pads is the Padlock Lambda behind an API Gateway HTTP API: the same http.Handler as
-// lockerd, over DynamoDB. Everything is built once at cold start, before lambda.Start.
 package main
 
 import (
