@@ -279,14 +279,8 @@ type createdBody struct {
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
-	body, err := readCapped(r, locker.MaxJSONBodyBytes)
-	if err != nil {
-		a.bodyError(w, r, err, locker.ErrBodyTooLarge)
-		return
-	}
-	obj, ok := jsonObject(body)
+	obj, ok := a.readObject(w, r)
 	if !ok {
-		a.writeError(w, r, locker.ErrInvalidBody)
 		return
 	}
 	req := locker.DefaultCreateRequest()
@@ -321,6 +315,21 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, createdBody{PadID: c.PadID, WriteKey: c.WriteKey, ReadTicket: c.ReadTicket})
+}
+
+// readObject reads a small JSON body (create, tickets) under its cap and parses it as one
+// object, answering 413 or 422 itself when it cannot.
+func (a *api) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
+	body, err := readCapped(r, locker.MaxJSONBodyBytes)
+	if err != nil {
+		a.bodyError(w, r, err, locker.ErrBodyTooLarge)
+		return nil, false
+	}
+	obj, ok := jsonObject(body)
+	if !ok {
+		a.writeError(w, r, locker.ErrInvalidBody)
+	}
+	return obj, ok
 }
 
 // bodyError answers a failed capped read.
@@ -384,14 +393,8 @@ type ticketBody struct {
 }
 
 func (a *api) tickets(w http.ResponseWriter, r *http.Request, padID string) {
-	body, err := readCapped(r, locker.MaxJSONBodyBytes)
-	if err != nil {
-		a.bodyError(w, r, err, locker.ErrBodyTooLarge)
-		return
-	}
-	obj, ok := jsonObject(body)
+	obj, ok := a.readObject(w, r)
 	if !ok {
-		a.writeError(w, r, locker.ErrInvalidBody)
 		return
 	}
 	typ := locker.TicketReadUnlimited
@@ -401,6 +404,7 @@ func (a *api) tickets(w http.ResponseWriter, r *http.Request, padID string) {
 			a.writeError(w, r, locker.ErrInvalidBody)
 			return
 		}
+		var err error
 		if typ, err = locker.ParseTicketType(v); err != nil {
 			a.writeError(w, r, err)
 			return
