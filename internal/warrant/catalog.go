@@ -1,0 +1,88 @@
+package warrant
+
+import "context"
+
+// Catalog is the storage port of toolwarrant. Every method is atomic on its own, safe for
+// concurrent use and honours ctx; a failed or cancelled write leaves nothing behind. Writes
+// are check-and-set on what the caller read (a server's last crawl, a tool's approved
+// digest, the audit head), so no process-wide lock is needed and a driver can implement
+// them with conditional writes.
+//
+// Every write takes an AuditAppend: when it holds records, the write succeeds only if the
+// audit head is still a.Prev and appends the records in the same transaction, so a
+// decision or observation without its audit entry (or an entry without its decision) is
+// impossible. ErrConflict when the head moved; nothing is written.
+//
+// History — versions, crawls with their observations, proposals, decisions and audit
+// records — is never updated or deleted by any method.
+//
+// Errors wrap ErrNotFound, ErrConflict, ErrInvalid or ErrUnavailable as documented per
+// method; anything else is an unexpected driver failure.
+type Catalog interface {
+	// AddServer stores s (its LastCrawl is ignored and starts at 0). Adding a server
+	// identical in URL, AllowPrivate and Headers to the stored one is a no-op returning
+	// nil (and appends nothing); a different one with the same name is ErrConflict.
+	AddServer(ctx context.Context, s Server, a AuditAppend) error
+
+	// Server returns the named server with its LastCrawl. ErrNotFound.
+	Server(ctx context.Context, name string) (Server, error)
+
+	// Servers returns every server, sorted by name.
+	Servers(ctx context.Context) ([]Server, error)
+
+	// RecordCrawl stores one crawl of one server, if and only if r.Crawl.Seq is the
+	// server's LastCrawl+1 (ErrConflict otherwise; ErrNotFound for an unknown server), and
+	// advances LastCrawl. In the same transaction it stores r.Versions, put-if-absent: a
+	// version already stored with the same canonical bytes is left as it is, one with other
+	// bytes under the same digest is ErrConflict; and r.Proposals, likewise. Observations
+	// must be sorted by tool with unique names; versions and proposals must belong to the
+	// crawl's server (ErrInvalid).
+	RecordCrawl(ctx context.Context, r CrawlRecord, a AuditAppend) error
+
+	// Crawl returns crawl seq of server with its observations. ErrNotFound.
+	Crawl(ctx context.Context, server string, seq int64) (Crawl, error)
+
+	// Version returns one version. ErrNotFound.
+	Version(ctx context.Context, server, tool string, d Digest) (Version, error)
+
+	// Versions returns the versions of one tool in the order they were first seen (an
+	// empty slice for an unknown tool).
+	Versions(ctx context.Context, server, tool string) ([]Version, error)
+
+	// VersionKeys returns the key of every version of every tool of server, sorted by tool
+	// then digest: what a crawl compares its listing with to find new versions.
+	VersionKeys(ctx context.Context, server string) ([]VersionKey, error)
+
+	// Tools returns one record per tool that has at least one version, sorted by server
+	// then tool, read in one consistent snapshot.
+	Tools(ctx context.Context) ([]ToolRecord, error)
+
+	// Proposals returns the pending proposals (no decision names their digest), sorted by
+	// server, tool, then the order they were opened.
+	Proposals(ctx context.Context) ([]Proposal, error)
+
+	// Decide records d and updates the tool's approval: approved and rolled_back make
+	// d.Digest the approved digest; rejected clears the approval if it was d.Digest. It
+	// writes only if the tool's approved digest is still d.Expect (ErrConflict otherwise)
+	// and d.Digest is a stored version of the tool (ErrNotFound otherwise). Part 2 adds the
+	// rules about who may decide what; the port only guarantees the check-and-set.
+	Decide(ctx context.Context, d Decision, a AuditAppend) error
+
+	// Decisions returns the decisions on one tool, oldest first.
+	Decisions(ctx context.Context, server, tool string) ([]Decision, error)
+
+	// Approvals returns every tool's current approved digest, sorted by server then tool,
+	// in one read: what the gateway processor (part 3) loads and refreshes.
+	Approvals(ctx context.Context) ([]Approval, error)
+
+	// AppendAudit appends records that accompany no other write (trust list changes, for
+	// example), if the head is still a.Prev. ErrConflict otherwise; ErrInvalid when the
+	// records do not link to a.Prev or a holds none.
+	AppendAudit(ctx context.Context, a AuditAppend) error
+
+	// AuditHead returns the audit head (Genesis() for an empty log).
+	AuditHead(ctx context.Context) (AuditHead, error)
+
+	// AuditRecords returns up to limit records with Seq > after, in order.
+	AuditRecords(ctx context.Context, after int64, limit int) ([]AuditRecord, error)
+}

@@ -1,0 +1,63 @@
+package warrant
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/agentgate-dev/agentgate/internal/textguard"
+)
+
+// Sentinel errors of the [Catalog] port and the service. Drivers wrap them with %w and
+// context; callers test them with errors.Is.
+var (
+	// ErrNotFound: the server, tool, version or record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a condition failed — the item exists already with different content,
+	// the server's last crawl or a tool's approval moved on since it was read, or the audit
+	// head is no longer the one the records were chained from. Nothing was written; the
+	// caller re-reads and decides again.
+	ErrConflict = errors.New("condition failed")
+	// ErrInvalid: the input breaks a rule of the domain (a malformed name, digest or URL, a
+	// record that does not link). Nothing was written.
+	ErrInvalid = errors.New("invalid")
+	// ErrUnavailable: the catalog is busy or temporarily failing; nothing was written.
+	// Retry later.
+	ErrUnavailable = errors.New("catalog unavailable")
+)
+
+// IngestError refuses one tool of a listing: its definition cannot be given an exact
+// digest (invalid UTF-8, a lone surrogate, a duplicate member name, ...) or it cannot be
+// told apart from another tool (no name, a name served twice). The rest of the listing is
+// still ingested.
+type IngestError struct {
+	// Server is the server that served the tool.
+	Server string
+	// Tool is the tool's name as decoded from the listing ("" if it has none); invalid
+	// UTF-8 in it reads as U+FFFD.
+	Tool string
+	// Index is the tool's position in the listing, from 0.
+	Index int
+	// Offset is the byte offset, in the tool object as served, of the first byte that
+	// could not be accepted; -1 when the refusal is not about one position.
+	Offset int64
+	// Reason says what is wrong, for example "invalid UTF-8".
+	Reason string
+}
+
+// Error names the server, the tool (rendered so invisible characters show), its index and
+// the offset.
+func (e *IngestError) Error() string {
+	tool := "tool " + strconv.Quote(textguard.Visible(e.Tool))
+	if e.Tool == "" {
+		tool = "unnamed tool"
+	}
+	where := ""
+	if e.Offset >= 0 {
+		where = " at byte offset " + strconv.FormatInt(e.Offset, 10) + " of the tool object"
+	}
+	return fmt.Sprintf("server %q %s (tools[%d]): refused%s: %s", e.Server, tool, e.Index, where, e.Reason)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *IngestError) Unwrap() error { return ErrInvalid }

@@ -1,0 +1,284 @@
+package warrant
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Server is an upstream MCP server in the catalog.
+type Server struct {
+	// Name is the operator's name for the server: 1 to 64 ASCII letters, digits, '.', '_'
+	// and '-', starting with a letter or digit. It is the key of everything below it.
+	Name string
+	// URL is the server's Streamable HTTP (or legacy SSE) endpoint, http or https.
+	URL string
+	// AllowPrivate lets the crawler connect to loopback, private and link-local addresses
+	// for this server. Cloud metadata addresses stay refused.
+	AllowPrivate bool
+	// Headers name the HTTP headers sent on every request to the server and the
+	// environment variable each value is read from at crawl time. Values are never stored.
+	// Sorted by Header, case-insensitively.
+	Headers []HeaderRef
+	// AddedAt and AddedBy say when and by whom the server was added.
+	AddedAt time.Time
+	AddedBy string
+	// LastCrawl is the number of the server's last recorded crawl, 0 before the first. The
+	// store maintains it; it is ignored by AddServer.
+	LastCrawl int64
+}
+
+// HeaderRef is one per-server HTTP header whose value comes from the environment.
+type HeaderRef struct {
+	// Header is the HTTP header name, such as "Authorization".
+	Header string `json:"header"`
+	// Env is the environment variable holding the value, such as "WEATHER_TOKEN".
+	Env string `json:"env"`
+}
+
+var (
+	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// reservedHeaders are set by the HTTP or MCP transport and cannot be configured.
+var reservedHeaders = []string{"connection", "content-length", "content-type", "host", "accept",
+	"mcp-protocol-version", "mcp-session-id", "last-event-id", "te", "trailer", "transfer-encoding", "upgrade"}
+
+// ValidateServerName returns ErrInvalid unless name is a valid server name.
+func ValidateServerName(name string) error {
+	if !serverNameRE.MatchString(name) {
+		return fmt.Errorf("%w: server name %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrInvalid, name)
+	}
+	return nil
+}
+
+// Validate checks the header name and variable name.
+func (h HeaderRef) Validate() error {
+	if !headerNameRE.MatchString(h.Header) {
+		return fmt.Errorf("%w: %q is not an HTTP header name", ErrInvalid, h.Header)
+	}
+	if slices.Contains(reservedHeaders, strings.ToLower(h.Header)) {
+		return fmt.Errorf("%w: header %s is set by the transport and cannot be configured", ErrInvalid, h.Header)
+	}
+	if !envNameRE.MatchString(h.Env) {
+		return fmt.Errorf("%w: %q is not an environment variable name (letters, digits and '_', not starting with a digit)", ErrInvalid, h.Env)
+	}
+	return nil
+}
+
+// Validate checks the server's name, headers and that its URL is an absolute http(s) URL.
+// Address policy (SSRF) is the crawler's, at dial time.
+func (s Server) Validate() error {
+	if err := ValidateServerName(s.Name); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") || !utf8.ValidString(s.URL) || strings.ContainsAny(s.URL, " \t\r\n") {
+		return fmt.Errorf("%w: server %q: URL %q must be an http:// or https:// URL", ErrInvalid, s.Name, s.URL)
+	}
+	seen := map[string]bool{}
+	for _, h := range s.Headers {
+		if err := h.Validate(); err != nil {
+			return fmt.Errorf("server %q: %w", s.Name, err)
+		}
+		if k := strings.ToLower(h.Header); seen[k] {
+			return fmt.Errorf("%w: server %q: header %s given twice", ErrInvalid, s.Name, h.Header)
+		} else {
+			seen[k] = true
+		}
+	}
+	return nil
+}
+
+// SortHeaders sorts refs by header name, case-insensitively.
+func SortHeaders(refs []HeaderRef) {
+	slices.SortFunc(refs, func(a, b HeaderRef) int { return strings.Compare(strings.ToLower(a.Header), strings.ToLower(b.Header)) })
+}
+
+// Source says what produced a crawl record.
+type Source string
+
+const (
+	// SourceCrawl is a crawl by toolwarrant's crawler, talking to the upstream directly.
+	SourceCrawl Source = "crawl"
+	// SourceGateway is a listing seen by the gateway processor (part 3); it records
+	// observations but opens no versions.
+	SourceGateway Source = "gateway"
+)
+
+// Observation is what one crawl saw of one tool: the digest of its definition, or why its
+// ingestion was refused.
+type Observation struct {
+	// Tool is the tool's name.
+	Tool string
+	// Digest is the definition's digest; empty when Refused is set.
+	Digest Digest
+	// Refused says why the definition could not be given a digest; empty when accepted.
+	Refused string
+}
+
+// Crawl is one listing of one server: which digest each tool had, when, and by whom.
+type Crawl struct {
+	// Server is the server crawled.
+	Server string
+	// Seq numbers the server's crawls from 1, in the order they were recorded.
+	Seq int64
+	// Source is what listed the server.
+	Source Source
+	// StartedAt and FinishedAt bound the listing.
+	StartedAt, FinishedAt time.Time
+	// By is the identity that crawled.
+	By string
+	// Observations are the tools seen, sorted by Tool, one per name.
+	Observations []Observation
+}
+
+// Version is one exact definition of one tool. It is never updated or deleted.
+type Version struct {
+	Server, Tool string
+	// Digest is DigestOf(Canonical).
+	Digest Digest
+	// Canonical is the RFC 8785 canonical JSON of the tool object.
+	Canonical []byte
+	// FirstSeenAt, FirstSeenBy and FirstCrawl record the crawl that first saw it.
+	FirstSeenAt time.Time
+	FirstSeenBy string
+	FirstCrawl  int64
+}
+
+// Proposal is a digest seen but not yet decided: every new version opens one. It is
+// pending until a decision names its digest.
+type Proposal struct {
+	Server, Tool string
+	Digest       Digest
+	OpenedAt     time.Time
+	// Crawl is the number of the crawl that opened it.
+	Crawl int64
+}
+
+// CrawlRecord is everything one crawl writes: the crawl with its observations, the versions
+// it saw first and the proposals they open.
+type CrawlRecord struct {
+	Crawl     Crawl
+	Versions  []Version
+	Proposals []Proposal
+}
+
+// DecisionKind is what a person decided about one digest of one tool.
+type DecisionKind string
+
+const (
+	// DecisionApproved makes the digest the tool's one approved digest.
+	DecisionApproved DecisionKind = "approved"
+	// DecisionRejected refuses the digest; if it was the approved one, the tool has none.
+	DecisionRejected DecisionKind = "rejected"
+	// DecisionRolledBack makes an earlier approved digest the approved one again.
+	DecisionRolledBack DecisionKind = "rolled_back"
+)
+
+// Decision is one human decision on one digest of one tool. Decisions are history.
+type Decision struct {
+	Server, Tool string
+	Digest       Digest
+	Kind         DecisionKind
+	// Actor is the identity that decided; At when.
+	Actor string
+	At    time.Time
+	// Expect is the tool's approved digest the decider read ("" for none): the decision is
+	// written only if it is still the approved digest (check-and-set).
+	Expect Digest
+	// AcceptedSuspicious records that the decider accepted suspicious text in the version.
+	AcceptedSuspicious bool
+	// Note is free text from the decider.
+	Note string
+}
+
+// Approval is a tool's current approved digest.
+type Approval struct {
+	Server, Tool string
+	Digest       Digest
+	By           string
+	At           time.Time
+}
+
+// ToolRecord is what the catalog knows about one tool at one moment, read consistently.
+type ToolRecord struct {
+	Server, Tool string
+	// LastCrawl is the number of the last crawl (SourceCrawl) of the server that listed
+	// this tool; ServerLastCrawl is the number of the server's last crawl (SourceCrawl).
+	LastCrawl, ServerLastCrawl int64
+	// Current is the digest that last crawl saw; empty if it refused the tool (Refused).
+	Current Digest
+	Refused string
+	// Previous is the last digest observed before Current that differs from it; empty if
+	// none.
+	Previous Digest
+	// Approved is the tool's approved digest, empty if none.
+	Approved Digest
+	// CurrentDecision is the latest decision on Current ("" if it has none: pending).
+	CurrentDecision DecisionKind
+	// Versions is how many versions the tool has.
+	Versions int
+}
+
+// State is a tool's state in `toolwarrant list`.
+type State string
+
+// States, in the order an operator cares about them.
+const (
+	// StateApproved: the last crawl saw the approved digest.
+	StateApproved State = "APPROVED"
+	// StateDrift: the tool has an approved digest, and the last crawl saw another one (or
+	// refused the definition).
+	StateDrift State = "DRIFT"
+	// StatePending: no approved digest, and the last digest seen is undecided.
+	StatePending State = "PENDING"
+	// StateRejected: no approved digest, and the last digest seen was rejected.
+	StateRejected State = "REJECTED"
+	// StateRefused: no approved digest, and the last crawl refused the definition.
+	StateRefused State = "REFUSED"
+	// StateRemoved: the server's last crawl did not list the tool.
+	StateRemoved State = "REMOVED"
+)
+
+// State derives the tool's state.
+func (r ToolRecord) State() State {
+	switch {
+	case r.LastCrawl < r.ServerLastCrawl:
+		return StateRemoved
+	case r.Approved != "" && r.Current == r.Approved:
+		return StateApproved
+	case r.Approved != "":
+		return StateDrift
+	case r.Current == "":
+		return StateRefused
+	case r.CurrentDecision == DecisionRejected:
+		return StateRejected
+	default:
+		return StatePending
+	}
+}
+
+// Pending reports whether the last digest seen is undecided.
+func (r ToolRecord) Pending() bool {
+	return r.Current != "" && r.CurrentDecision == "" && r.LastCrawl == r.ServerLastCrawl
+}
+
+// Baseline is the digest the current one is graded against: the approved digest, else the
+// previous one observed; empty for a tool with one version and no approval.
+func (r ToolRecord) Baseline() Digest {
+	if r.Approved != "" {
+		return r.Approved
+	}
+	return r.Previous
+}
+
+// VersionKey names one version.
+type VersionKey struct {
+	Server, Tool string
+	Digest       Digest
+}

@@ -1,0 +1,630 @@
+package warrant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/canon"
+)
+
+// Config configures New.
+type Config struct {
+	// Catalog is the store. Required.
+	Catalog Catalog
+	// Auditor turns each write's events into audit records. Nil writes none (part 1).
+	Auditor Auditor
+	// Identity is who acts: recorded as a server's AddedBy and a crawl's By. Default
+	// "unknown".
+	Identity string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// MaxAttempts bounds how often a write that lost a race (ErrConflict on the server's
+	// last crawl or the audit head) is re-read and retried. Default 5.
+	MaxAttempts int
+}
+
+// Service is toolwarrant's read side: adding servers, ingesting listings, and the views
+// behind list, show and diff. It is safe for concurrent use.
+type Service struct {
+	cat      Catalog
+	auditor  Auditor
+	identity string
+	now      func() time.Time
+	attempts int
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("warrant: Config.Catalog is required")
+	}
+	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts}
+	if s.identity == "" {
+		s.identity = "unknown"
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.attempts <= 0 {
+		s.attempts = 5
+	}
+	return s, nil
+}
+
+// Catalog returns the store the service uses.
+func (s *Service) Catalog() Catalog { return s.cat }
+
+func (s *Service) clock() time.Time { return s.now().UTC() }
+
+// audited runs write with the audit records for events chained from the current head,
+// retrying (re-reading everything through prepare) when the write loses a race.
+func (s *Service) audited(ctx context.Context, op string, prepare func() ([]Event, error), write func(AuditAppend) error) error {
+	return s.auditedN(ctx, op, s.attempts, prepare, write)
+}
+
+func (s *Service) auditedN(ctx context.Context, op string, attempts int, prepare func() ([]Event, error), write func(AuditAppend) error) error {
+	var err error
+	for range attempts {
+		var events []Event
+		if events, err = prepare(); err != nil {
+			return err
+		}
+		var a AuditAppend
+		if s.auditor != nil && len(events) > 0 {
+			head, err := s.cat.AuditHead(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			recs, err := s.auditor.Chain(ctx, head, events)
+			if err != nil {
+				return fmt.Errorf("%s: audit: %w", op, err)
+			}
+			a = AuditAppend{Prev: head, Records: recs}
+		}
+		if err = write(a); !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if attempts == 1 {
+		return err
+	}
+	return fmt.Errorf("%s: gave up after %d attempts: %w", op, attempts, err)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs of strings and numbers are marshalled here
+	}
+	return b
+}
+
+// AddServer adds srv (AddedAt and AddedBy are set here). It reports false, and changes
+// nothing, when an identical server is already there; ErrConflict when a different one
+// has the name.
+func (s *Service) AddServer(ctx context.Context, srv Server) (bool, error) {
+	srv.Headers = slices.Clone(srv.Headers)
+	SortHeaders(srv.Headers)
+	if err := srv.Validate(); err != nil {
+		return false, err
+	}
+	srv.AddedAt, srv.AddedBy, srv.LastCrawl = s.clock(), s.identity, 0
+	if old, err := s.cat.Server(ctx, srv.Name); err == nil {
+		if sameServer(old, srv) {
+			return false, nil
+		}
+		return false, fmt.Errorf("server %q: %w: it is already in the catalog with a different URL or settings (%s)", srv.Name, ErrConflict, old.URL)
+	} else if !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	err := s.audited(ctx, "add server", func() ([]Event, error) {
+		return []Event{{Type: EventServerAdded, Actor: srv.AddedBy, At: srv.AddedAt, Body: mustJSON(map[string]any{
+			"server": srv.Name, "url": srv.URL, "allowPrivate": srv.AllowPrivate, "headers": headersOrEmpty(srv.Headers)})}}, nil
+	}, func(a AuditAppend) error { return s.cat.AddServer(ctx, srv, a) })
+	return err == nil, err
+}
+
+func headersOrEmpty(h []HeaderRef) []HeaderRef {
+	if h == nil {
+		return []HeaderRef{}
+	}
+	return h
+}
+
+func sameServer(a, b Server) bool {
+	return a.Name == b.Name && a.URL == b.URL && a.AllowPrivate == b.AllowPrivate && slices.Equal(a.Headers, b.Headers)
+}
+
+// RawTool is one tool object of a listing, exactly as served.
+type RawTool struct {
+	// Name is the tool's name as decoded by the client ("" if none).
+	Name string
+	// Raw is the tool object's bytes as served.
+	Raw []byte
+}
+
+// Listing is one complete listing of one server, the input of Ingest.
+type Listing struct {
+	Server                string
+	StartedAt, FinishedAt time.Time
+	Tools                 []RawTool
+}
+
+// NewVersion is a version a crawl saw first, graded against its baseline.
+type NewVersion struct {
+	Tool   string `json:"tool"`
+	Digest Digest `json:"digest"`
+	// Baseline is what it was graded against: the approved digest, else the previous one
+	// seen; empty for a new tool.
+	Baseline   Digest     `json:"baseline,omitempty"`
+	Drift      Drift      `json:"drift"`
+	Inspection Inspection `json:"inspection"`
+}
+
+// IngestResult is what Ingest recorded.
+type IngestResult struct {
+	Server string `json:"server"`
+	// Crawl is the number of the crawl recorded.
+	Crawl int64 `json:"crawl"`
+	// Tools is the number of tools listed; Accepted of them got a digest.
+	Tools    int `json:"tools"`
+	Accepted int `json:"accepted"`
+	// New are the versions seen for the first time, sorted by tool.
+	New []NewVersion `json:"newVersions"`
+	// Refused are the tools whose ingestion was refused, in listing order.
+	Refused []*IngestError `json:"-"`
+	// Removed are tools the previous crawl listed and this one did not, sorted.
+	Removed []string `json:"removed"`
+}
+
+// Ingest digests every tool of a listing and records the crawl: one observation per tool
+// name, a version and a proposal for every digest not seen before. A tool whose definition
+// cannot be digested, that has no name, or whose name is served more than once is refused
+// (IngestResult.Refused, and an observation saying why) while the rest is recorded.
+// ErrNotFound for an unknown server.
+func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
+	res := IngestResult{Server: l.Server, Tools: len(l.Tools), New: []NewVersion{}, Removed: []string{}}
+	if _, err := s.cat.Server(ctx, l.Server); err != nil {
+		return res, err
+	}
+	by := s.identity
+	counts := map[string]int{}
+	for _, t := range l.Tools {
+		counts[t.Name]++
+	}
+	type accepted struct {
+		digest    Digest
+		canonical []byte
+	}
+	good := map[string]accepted{}
+	obs := map[string]Observation{}
+	for i, t := range l.Tools {
+		refuse := func(offset int64, reason string) {
+			res.Refused = append(res.Refused, &IngestError{Server: l.Server, Tool: t.Name, Index: i, Offset: offset, Reason: reason})
+			if t.Name != "" {
+				obs[t.Name] = Observation{Tool: t.Name, Refused: reason}
+			}
+		}
+		switch {
+		case t.Name == "":
+			refuse(-1, "the tool has no name (or it is not a string)")
+			continue
+		case counts[t.Name] > 1:
+			refuse(-1, fmt.Sprintf("the name is served %d times in one listing, so a client cannot tell which definition it gets", counts[t.Name]))
+			continue
+		}
+		d, c, err := DigestTool(t.Raw)
+		if err != nil {
+			var ce *canon.Error
+			if errors.As(err, &ce) {
+				refuse(ce.Offset, ce.Reason)
+			} else {
+				refuse(-1, err.Error())
+			}
+			continue
+		}
+		good[t.Name] = accepted{d, c}
+		obs[t.Name] = Observation{Tool: t.Name, Digest: d}
+	}
+	res.Accepted = len(good)
+	observations := make([]Observation, 0, len(obs))
+	for _, o := range obs {
+		observations = append(observations, o)
+	}
+	slices.SortFunc(observations, func(a, b Observation) int { return strings.Compare(a.Tool, b.Tool) })
+
+	started, finished := l.StartedAt.UTC(), l.FinishedAt.UTC()
+	if started.IsZero() {
+		started = s.clock()
+	}
+	if finished.IsZero() {
+		finished = s.clock()
+	}
+	var rec CrawlRecord
+	err := s.audited(ctx, "record crawl of "+l.Server, func() ([]Event, error) {
+		srv, err := s.cat.Server(ctx, l.Server)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := s.cat.VersionKeys(ctx, l.Server)
+		if err != nil {
+			return nil, err
+		}
+		known := map[VersionKey]bool{}
+		for _, k := range keys {
+			known[k] = true
+		}
+		seq := srv.LastCrawl + 1
+		rec = CrawlRecord{Crawl: Crawl{Server: l.Server, Seq: seq, Source: SourceCrawl, StartedAt: started, FinishedAt: finished, By: by, Observations: observations}}
+		for _, o := range observations {
+			if o.Digest == "" || known[VersionKey{l.Server, o.Tool, o.Digest}] {
+				continue
+			}
+			rec.Versions = append(rec.Versions, Version{Server: l.Server, Tool: o.Tool, Digest: o.Digest, Canonical: good[o.Tool].canonical,
+				FirstSeenAt: finished, FirstSeenBy: by, FirstCrawl: seq})
+			rec.Proposals = append(rec.Proposals, Proposal{Server: l.Server, Tool: o.Tool, Digest: o.Digest, OpenedAt: finished, Crawl: seq})
+		}
+		type obsJSON struct {
+			Tool    string `json:"tool"`
+			Digest  Digest `json:"digest,omitempty"`
+			Refused string `json:"refused,omitempty"`
+		}
+		oj := make([]obsJSON, len(observations))
+		for i, o := range observations {
+			oj[i] = obsJSON{o.Tool, o.Digest, o.Refused}
+		}
+		events := []Event{{Type: EventCrawlObserved, Actor: by, At: finished, Body: mustJSON(map[string]any{
+			"server": l.Server, "crawl": seq, "source": SourceCrawl, "startedAt": started.Format(time.RFC3339Nano),
+			"finishedAt": finished.Format(time.RFC3339Nano), "observations": oj})}}
+		for _, v := range rec.Versions {
+			events = append(events, Event{Type: EventVersionRecorded, Actor: by, At: finished, Body: mustJSON(map[string]any{
+				"server": v.Server, "tool": v.Tool, "digest": v.Digest, "crawl": seq})})
+		}
+		return events, nil
+	}, func(a AuditAppend) error { return s.cat.RecordCrawl(ctx, rec, a) })
+	if err != nil {
+		return res, err
+	}
+	res.Crawl = rec.Crawl.Seq
+
+	if rec.Crawl.Seq > 1 {
+		prev, err := s.cat.Crawl(ctx, l.Server, rec.Crawl.Seq-1)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return res, err
+		}
+		for _, o := range prev.Observations {
+			if _, ok := obs[o.Tool]; !ok {
+				res.Removed = append(res.Removed, o.Tool)
+			}
+		}
+	}
+	if len(rec.Versions) == 0 {
+		return res, nil
+	}
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return res, err
+	}
+	names := namesOf(tools)
+	byTool := map[string]ToolRecord{}
+	for _, t := range tools {
+		if t.Server == l.Server {
+			byTool[t.Tool] = t
+		}
+	}
+	for _, v := range rec.Versions {
+		nv := NewVersion{Tool: v.Tool, Digest: v.Digest}
+		tr := byTool[v.Tool]
+		base := tr.Approved
+		if base == "" || base == v.Digest {
+			base = tr.Previous
+		}
+		nv.Baseline = base
+		if nv.Drift, nv.Inspection, err = s.grade(ctx, l.Server, v.Tool, base, v.Canonical, names); err != nil {
+			return res, err
+		}
+		res.New = append(res.New, nv)
+	}
+	return res, nil
+}
+
+func namesOf(tools []ToolRecord) *Names {
+	all := make([]string, 0, len(tools))
+	for _, t := range tools {
+		all = append(all, t.Tool)
+	}
+	return NewNames(all)
+}
+
+// grade grades canonical against the version base of the tool ("" for a new tool) and
+// inspects it.
+func (s *Service) grade(ctx context.Context, server, tool string, base Digest, canonical []byte, names *Names) (Drift, Inspection, error) {
+	var old []byte
+	if base != "" {
+		bv, err := s.cat.Version(ctx, server, tool, base)
+		if err != nil {
+			return Drift{}, Inspection{}, err
+		}
+		old = bv.Canonical
+	}
+	d, err := Grade(old, canonical, GradeOptions{Names: names})
+	if err != nil {
+		return Drift{}, Inspection{}, fmt.Errorf("grade %s/%s: %w", server, tool, err)
+	}
+	in, err := Inspect(canonical, tool, names)
+	return d, in, err
+}
+
+// ToolRow is one row of `toolwarrant list`.
+type ToolRow struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	State  State  `json:"state"`
+	// Current is the digest the last crawl saw ("" if it refused the definition or the
+	// tool was not listed); Approved is the approved digest ("" if none).
+	Current  Digest `json:"current"`
+	Approved Digest `json:"approved"`
+	// Pending is true when Current is undecided.
+	Pending bool `json:"pending"`
+	// Grade and Rules grade Current against Baseline (the approved digest, else the
+	// previous one seen); a tool with one version and no approval is graded as new.
+	Grade    Severity `json:"grade"`
+	Rules    []Rule   `json:"rules"`
+	Baseline Digest   `json:"baseline"`
+	// Flags are Inspection.Flags() of the version shown (Current, else the latest).
+	Flags   []string `json:"flags"`
+	Refused string   `json:"refused,omitempty"`
+	// Versions is the number of versions recorded.
+	Versions int `json:"versions"`
+	// Inspection details Flags.
+	Inspection Inspection `json:"inspection"`
+}
+
+// List returns one row per tool, sorted by server then tool; pendingOnly keeps the rows
+// whose current digest is undecided.
+func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error) {
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := namesOf(tools)
+	rows := make([]ToolRow, 0, len(tools))
+	for _, t := range tools {
+		if pendingOnly && !t.Pending() {
+			continue
+		}
+		r := ToolRow{Server: t.Server, Tool: t.Tool, State: t.State(), Approved: t.Approved, Pending: t.Pending(),
+			Refused: t.Refused, Versions: t.Versions, Rules: []Rule{}, Flags: []string{}}
+		if t.LastCrawl == t.ServerLastCrawl {
+			r.Current = t.Current
+		}
+		shown := r.Current
+		if shown == "" {
+			vs, err := s.cat.Versions(ctx, t.Server, t.Tool)
+			if err != nil {
+				return nil, err
+			}
+			if len(vs) > 0 {
+				shown = vs[len(vs)-1].Digest
+			}
+		}
+		if shown != "" {
+			v, err := s.cat.Version(ctx, t.Server, t.Tool, shown)
+			if err != nil {
+				return nil, err
+			}
+			if r.Inspection, err = Inspect(v.Canonical, t.Tool, names); err != nil {
+				return nil, err
+			}
+			r.Flags = append(r.Flags, r.Inspection.Flags()...)
+			if r.Current != "" && r.Current != t.Approved {
+				r.Baseline = t.Baseline()
+				if r.Baseline == r.Current {
+					r.Baseline = ""
+				}
+				d, _, err := s.grade(ctx, t.Server, t.Tool, r.Baseline, v.Canonical, names)
+				if err != nil {
+					return nil, err
+				}
+				r.Grade, r.Rules = d.Grade, d.Rules()
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// VersionView is one version with what is known about it, for `toolwarrant show`.
+type VersionView struct {
+	Version    Version
+	Inspection Inspection
+	// Current says whether the last crawl saw it; Approved whether it is the approved
+	// digest.
+	Current, Approved bool
+	State             State
+	Decisions         []Decision
+}
+
+// tool loads a tool's record and versions; ErrNotFound naming what is missing.
+func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []Version, error) {
+	if _, err := s.cat.Server(ctx, server); err != nil {
+		return ToolRecord{}, nil, fmt.Errorf("server %q: %w", server, err)
+	}
+	vs, err := s.cat.Versions(ctx, server, tool)
+	if err != nil {
+		return ToolRecord{}, nil, err
+	}
+	if len(vs) == 0 {
+		return ToolRecord{}, nil, fmt.Errorf("server %q has no tool %q: %w", server, tool, ErrNotFound)
+	}
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return ToolRecord{}, nil, err
+	}
+	for _, t := range tools {
+		if t.Server == server && t.Tool == tool {
+			return t, vs, nil
+		}
+	}
+	return ToolRecord{Server: server, Tool: tool}, vs, nil
+}
+
+func digests(vs []Version) []Digest {
+	out := make([]Digest, len(vs))
+	for i, v := range vs {
+		out[i] = v.Digest
+	}
+	return out
+}
+
+// Show returns one version of a tool: digest (a full digest or a unique prefix of at least
+// 8 hex digits), or "" for the current one (the last crawl's, else the newest).
+func (s *Service) Show(ctx context.Context, server, tool, digest string) (VersionView, error) {
+	tr, vs, err := s.tool(ctx, server, tool)
+	if err != nil {
+		return VersionView{}, err
+	}
+	var d Digest
+	switch {
+	case digest != "":
+		if d, err = MatchDigest(digests(vs), digest); err != nil {
+			return VersionView{}, fmt.Errorf("server %q tool %q: %w", server, tool, err)
+		}
+	case tr.Current != "" && tr.LastCrawl == tr.ServerLastCrawl:
+		d = tr.Current
+	default:
+		d = vs[len(vs)-1].Digest
+	}
+	v, err := s.cat.Version(ctx, server, tool, d)
+	if err != nil {
+		return VersionView{}, err
+	}
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return VersionView{}, err
+	}
+	in, err := Inspect(v.Canonical, tool, namesOf(tools))
+	if err != nil {
+		return VersionView{}, err
+	}
+	decs, err := s.cat.Decisions(ctx, server, tool)
+	if err != nil {
+		return VersionView{}, err
+	}
+	var mine []Decision
+	for _, dc := range decs {
+		if dc.Digest == d {
+			mine = append(mine, dc)
+		}
+	}
+	return VersionView{Version: v, Inspection: in, Current: tr.Current == d && tr.LastCrawl == tr.ServerLastCrawl,
+		Approved: tr.Approved == d, State: tr.State(), Decisions: mine}, nil
+}
+
+// DiffView is the graded difference between two versions of one tool.
+type DiffView struct {
+	Server, Tool string
+	// From is "" when To is graded as a new tool.
+	From, To Digest
+	Drift    Drift
+	// FromInspection and ToInspection are the inspections of both versions.
+	FromInspection, ToInspection Inspection
+	// FromVersion and ToVersion are the versions compared (FromVersion is zero for a new tool).
+	FromVersion, ToVersion Version
+}
+
+// Diff grades version to of a tool against version from. Empty to means the current
+// version (the last crawl's, else the newest); empty from means the baseline — the approved
+// digest, else the previous one seen, else nothing (the tool is graded as new).
+func (s *Service) Diff(ctx context.Context, server, tool, from, to string) (DiffView, error) {
+	tr, vs, err := s.tool(ctx, server, tool)
+	if err != nil {
+		return DiffView{}, err
+	}
+	dv := DiffView{Server: server, Tool: tool}
+	ds := digests(vs)
+	if to != "" {
+		if dv.To, err = MatchDigest(ds, to); err != nil {
+			return DiffView{}, fmt.Errorf("server %q tool %q: --to: %w", server, tool, err)
+		}
+	} else if tr.Current != "" && tr.LastCrawl == tr.ServerLastCrawl {
+		dv.To = tr.Current
+	} else {
+		dv.To = ds[len(ds)-1]
+	}
+	if from != "" {
+		if dv.From, err = MatchDigest(ds, from); err != nil {
+			return DiffView{}, fmt.Errorf("server %q tool %q: --from: %w", server, tool, err)
+		}
+	} else if tr.Approved != "" {
+		dv.From = tr.Approved
+	} else if dv.To == tr.Current {
+		dv.From = tr.Previous
+	} else if i := slices.Index(ds, dv.To); i > 0 {
+		dv.From = ds[i-1]
+	}
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return DiffView{}, err
+	}
+	names := namesOf(tools)
+	if dv.ToVersion, err = s.cat.Version(ctx, server, tool, dv.To); err != nil {
+		return DiffView{}, err
+	}
+	var old []byte
+	if dv.From != "" {
+		if dv.FromVersion, err = s.cat.Version(ctx, server, tool, dv.From); err != nil {
+			return DiffView{}, err
+		}
+		old = dv.FromVersion.Canonical
+		if dv.FromInspection, err = Inspect(old, tool, names); err != nil {
+			return DiffView{}, err
+		}
+	}
+	if dv.Drift, err = Grade(old, dv.ToVersion.Canonical, GradeOptions{Names: names}); err != nil {
+		return DiffView{}, err
+	}
+	if dv.ToInspection, err = Inspect(dv.ToVersion.Canonical, tool, names); err != nil {
+		return DiffView{}, err
+	}
+	return dv, nil
+}
+
+// Decide records a decision on a recorded version (part 1 offers it to tests and to part
+// 2, which adds who may decide what): approved and rolled_back make d.Digest the approved
+// digest, rejected clears it if it was d.Digest. d.Expect must be the approved digest the
+// caller read (ErrConflict otherwise); At is set here when zero.
+func (s *Service) Decide(ctx context.Context, d Decision) error {
+	switch d.Kind {
+	case DecisionApproved, DecisionRejected, DecisionRolledBack:
+	default:
+		return fmt.Errorf("%w: decision %q", ErrInvalid, d.Kind)
+	}
+	if !d.Digest.Valid() {
+		return fmt.Errorf("%w: digest %q", ErrInvalid, d.Digest)
+	}
+	if d.At.IsZero() {
+		d.At = s.clock()
+	}
+	if d.Actor == "" {
+		d.Actor = s.identity
+	}
+	if _, err := s.cat.Version(ctx, d.Server, d.Tool, d.Digest); err != nil {
+		return fmt.Errorf("server %q tool %q: %s is not a recorded version: %w", d.Server, d.Tool, d.Digest, err)
+	}
+	// One attempt: a conflict means the approval or the audit head moved since the decider
+	// read them, and the decider must read again rather than have us decide for them.
+	return s.auditedN(ctx, "record decision", 1, func() ([]Event, error) {
+		return []Event{{Type: string(d.Kind), Actor: d.Actor, At: d.At, Body: mustJSON(map[string]any{
+			"server": d.Server, "tool": d.Tool, "digest": d.Digest, "expect": d.Expect,
+			"acceptedSuspicious": d.AcceptedSuspicious, "note": d.Note})}}, nil
+	}, func(a AuditAppend) error { return s.cat.Decide(ctx, d, a) })
+}
