@@ -22,7 +22,7 @@ func rw() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: &f, OpenWorldHint: &f}
 }
 
-const hashSchema = `{"type":["string","null"],"description":"A 64-character lowercase hex sha256 head you obtained outside this daemon (e.g. the head_hash locker_deposit returned). Malformed values fail verification; never pass a head read from this daemon."}`
+const hashSchema = `{"type":"string","description":"A 64-character lowercase hex sha256 head you obtained outside this daemon (e.g. the head_hash locker_deposit returned). Malformed values fail verification; never pass a head read from this daemon."}`
 
 var tools = []tool{
 	{
@@ -35,7 +35,7 @@ var tools = []tool{
 		schema: `{"type":"object","additionalProperties":false,"required":["ttl_seconds"],"properties":{` +
 			`"ttl_seconds":{"type":"integer","description":"Write window in seconds (1..2592000)."},` +
 			`"max_blocks":{"type":"integer","default":32,"description":"Block quota (1..4096)."},` +
-			`"payment_tx_hash":{"type":["string","null"],"description":"Payment transaction hash, sent as X-Payment-Proof (txid mode only)."}}}`,
+			`"payment_tx_hash":{"type":"string","description":"Payment transaction hash, sent as X-Payment-Proof (txid mode only)."}}}`,
 		params: []string{"ttl_seconds", "max_blocks", "payment_tx_hash"}, annotations: rw(), run: runCreate,
 	},
 	{
@@ -48,7 +48,7 @@ var tools = []tool{
 			"recompute the chain. Each append commits on its own.",
 		schema: `{"type":"object","additionalProperties":false,"required":["pad_id","write_key","payload"],"properties":{` +
 			`"pad_id":{"type":"string"},"write_key":{"type":"string"},` +
-			`"payload":{"type":["string","object","array"],"description":"The block: an object or list (sent as JSON) or a string (sent as UTF-8)."},` +
+			`"payload":{"anyOf":[{"type":"string"},{"type":"object"},{"type":"array"}],"description":"The block: an object or list (sent as JSON) or a string (sent as UTF-8)."},` +
 			`"content_type":{"type":"string","default":"application/json","description":"Stored by the daemon as an unverified label."}}}`,
 		params: []string{"pad_id", "write_key", "payload", "content_type"}, annotations: rw(), run: runAppend,
 	},
@@ -76,9 +76,9 @@ var tools = []tool{
 			"completion.",
 		schema: `{"type":"object","additionalProperties":false,"required":["envelope","artifacts"],"properties":{` +
 			`"envelope":{"type":"object","description":"The locker.handoff.v1 envelope (block 0)."},` +
-			`"artifacts":{"type":"array","items":{"type":["string","object","array"]},"description":"Blocks 1..n, in order."},` +
+			`"artifacts":{"type":"array","items":{"anyOf":[{"type":"string"},{"type":"object"},{"type":"array"}]},"description":"Blocks 1..n, in order."},` +
 			`"ttl_seconds":{"type":"integer","default":3600},` +
-			`"payment_tx_hash":{"type":["string","null"]}}}`,
+			`"payment_tx_hash":{"type":"string","description":"Payment transaction hash, sent as X-Payment-Proof with the create (txid mode only)."}}}`,
 		params: []string{"envelope", "artifacts", "ttl_seconds", "payment_tx_hash"}, annotations: rw(), run: runDeposit,
 	},
 	{
@@ -93,7 +93,7 @@ var tools = []tool{
 			"verified_by_client only when a full chain recomputed onto it), recomputed_head (computed here), expected_head " +
 			"(yours, the only one trusted from outside). Never feed a head read from this daemon back as expected_head_hash.",
 		schema: `{"type":"object","additionalProperties":false,"required":["pad_id"],"properties":{` +
-			`"pad_id":{"type":"string"},"ticket":{"type":["string","null"],"description":"A read ticket; with it the chain is verified."},` +
+			`"pad_id":{"type":"string"},"ticket":{"type":"string","description":"A read ticket; with it the chain is verified."},` +
 			`"expected_head_hash":` + hashSchema + `}}`,
 		params: []string{"pad_id", "ticket", "expected_head_hash"}, annotations: ro(), run: runManifest,
 	},

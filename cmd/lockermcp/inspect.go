@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/lockerclient"
+)
+
+// Exit codes of inspect. They differ from the general convention on purpose (the Padlock
+// seed's inspect_pad.py): 2 means the chain did not verify, so usage errors need their own.
+const (
+	exitVerified     = 0
+	exitDaemonError  = 1
+	exitNotVerified  = 2
+	exitInspectUsage = 64 // EX_USAGE
+)
+
+// defaultURL is the daemon inspect talks to when neither --url nor LOCKER_URL is set.
+const defaultURL = "http://127.0.0.1:8000"
+
+// inspectReport is inspect's --json document (docs/lockermcp.md).
+type inspectReport struct {
+	PadID          string                  `json:"pad_id"`
+	Verified       bool                    `json:"verified"`
+	State          *string                 `json:"state,omitempty"`
+	BlockCount     *int                    `json:"block_count,omitempty"`
+	TotalBytes     *int                    `json:"total_bytes,omitempty"`
+	ServerBytes    *int64                  `json:"server_total_bytes,omitempty"`
+	Sealed         *bool                   `json:"sealed,omitempty"`
+	SealedAt       *int64                  `json:"sealed_at,omitempty"`
+	HeadHash       *string                 `json:"head_hash,omitempty"`
+	ServerHeadHash *string                 `json:"server_head_hash,omitempty"`
+	Error          any                     `json:"error,omitempty"`
+	Integrity      *lockerclient.Integrity `json:"integrity,omitempty"`
+}
+
+func newInspect(env cli.Env) *cobra.Command {
+	var ticket, url, expected string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect PAD_ID",
+		Short: "Read one pad and verify its whole chain",
+		Long: `inspect reads a pad's manifest and every block, recomputes the hash chain from
+genesis, and prints the state, block count, bytes, sealed status, head and the verification.
+Without --expected-head the result is internal consistency only: a pad rewritten with
+recomputed hashes would still verify. Pass the head you got from the writer (e.g. the
+head_hash locker_deposit returned) to detect that.
+
+The daemon is --url, else LOCKER_URL, else ` + defaultURL + `.
+A ticket may start with '-': --ticket=-abc… and --ticket -abc… both work. Command-line
+arguments are visible to other local users (ps); prefer a short-lived read_once ticket.
+
+Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect does):
+  0   verified (internal_consistency_only or trusted_head_match)
+  1   daemon error: refused (404, 401, 403 …) or unreachable
+  2   verification failed: the pad was not verified, nothing of it should be trusted
+  64  usage error or refused configuration (bad flag, missing PAD_ID, bad --url)`,
+		Example: `  lockermcp inspect demo-pad-v1 --url http://127.0.0.1:8000 \
+    --expected-head 5f77fb573937fa35d50e36ad944a8bd500343bf808d2035b7c4c29a3de5b512b`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cli.Exit(exitInspectUsage, fmt.Errorf("inspect takes exactly one PAD_ID, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath()))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			getenv := func(k string) string {
+				switch {
+				case k == "LOCKER_URL" && cmd.Flags().Changed("url"):
+					return url
+				case k == "LOCKER_URL" && env.Getenv(k) == "":
+					return defaultURL
+				}
+				return env.Getenv(k)
+			}
+			cfg, err := config.LoadLockerMCP(getenv)
+			if err != nil {
+				return cli.Exit(exitInspectUsage, fmt.Errorf("refusing to run: %w", err))
+			}
+			c, err := lockerclient.New(lockerclient.Config{BaseURL: cfg.URL, TicketTransport: cfg.TicketTransport})
+			if err != nil {
+				return cli.Exit(exitInspectUsage, err)
+			}
+			var exp *string
+			if cmd.Flags().Changed("expected-head") {
+				exp = &expected
+			}
+			padID := args[0]
+			ch, err := c.Read(cmd.Context(), padID, ticket, lockerclient.ReadOptions{ExpectedHead: exp})
+			return report(env.Stdout, padID, ch, err, asJSON)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cli.Exit(exitInspectUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	f := cmd.Flags()
+	f.StringVar(&ticket, "ticket", "", "read ticket (none needed for demo-pad-v1)")
+	f.StringVar(&url, "url", "", "daemon base URL (env LOCKER_URL, default "+defaultURL+")")
+	f.StringVar(&expected, "expected-head", "", "the head you hold from the writer: 64 lowercase hex")
+	f.BoolVar(&asJSON, "json", false, "print one JSON document (docs/lockermcp.md)")
+	return cmd
+}
+
+// report prints the outcome and returns the exit code as an error.
+func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON bool) error {
+	rep := inspectReport{PadID: padID}
+	var de *lockerclient.DaemonError
+	var ve *lockerclient.VerificationError
+	code := exitVerified
+	switch {
+	case errors.As(err, &de):
+		code = exitDaemonError
+		if de.Challenge != nil {
+			rep.Error = map[string]any{"status": de.Status, "challenge": de.Challenge}
+		} else {
+			rep.Error = map[string]any{"status": de.Status, "detail": de.Error()}
+		}
+	case errors.As(err, &ve):
+		code = exitNotVerified
+		rep.Error = map[string]any{"status": 0, "kind": "verification_failed", "cause": ve.Cause, "detail": ve.Error()}
+		rep.Integrity = &ve.Integrity
+	case err != nil:
+		return cli.Exit(exitDaemonError, err)
+	default:
+		m := ch.Manifest
+		rep.Verified = true
+		rep.State, rep.BlockCount, rep.TotalBytes, rep.HeadHash = &m.State, ptr(len(ch.Blocks)), &ch.Bytes, &ch.Head
+		rep.Sealed, rep.SealedAt = ptr(m.State == "sealed"), m.SealedAt
+		if m.TotalBytes >= 0 {
+			rep.ServerBytes = &m.TotalBytes
+		}
+		rep.ServerHeadHash = &m.HeadHash
+		rep.Integrity = &ch.Integrity
+	}
+	if asJSON {
+		b, jerr := json.MarshalIndent(rep, "", "  ")
+		if jerr != nil {
+			return cli.Exit(exitDaemonError, jerr)
+		}
+		fmt.Fprintf(w, "%s\n", b)
+		if code == exitVerified {
+			return nil
+		}
+		return cli.Exit(code, nil)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, a...)) }
+	row("pad", "%s", padID)
+	switch code {
+	case exitDaemonError:
+		tw.Flush()
+		return cli.Exit(code, de)
+	case exitNotVerified:
+		row("chain", "NOT VERIFIED (%s): %s", ve.Cause, ve.Reason)
+		row("verdict", "%s: nothing from this pad should be trusted", ve.Integrity.Verdict)
+		tw.Flush()
+		return cli.Exit(code, nil)
+	}
+	m := ch.Manifest
+	row("state", "%s (daemon's assertion)", m.State)
+	row("blocks", "%d", len(ch.Blocks))
+	bytes := fmt.Sprintf("%d", ch.Bytes)
+	if m.TotalBytes != int64(ch.Bytes) {
+		bytes += fmt.Sprintf(" (the daemon asserts %d)", m.TotalBytes)
+	}
+	row("bytes", "%s", bytes)
+	if m.SealedAt != nil {
+		row("sealed", "yes, at %s (daemon's assertion)", time.Unix(*m.SealedAt, 0).UTC().Format(time.RFC3339))
+	} else {
+		row("sealed", "no")
+	}
+	row("head", "%s (recomputed here)", ch.Head)
+	row("chain", "verified: %d of %d blocks recompute from genesis onto the daemon's head", ch.Integrity.BlocksVerified, len(ch.Blocks))
+	eh := ch.Integrity.ExpectedHead
+	if eh.Supplied {
+		row("expected head", "matches: the pad is byte for byte the chain you referenced")
+	} else {
+		row("expected head", "not supplied: internal consistency only; a rewrite with recomputed hashes would pass")
+	}
+	row("verdict", "%s", ch.Integrity.Verdict)
+	tw.Flush()
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
