@@ -11,6 +11,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agentgate-dev/agentgate/internal/app"
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/config"
 )
 
@@ -31,13 +32,13 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	}
 	log.InfoContext(ctx, "config", slog.Any("locker", lc), slog.Any("aws", ac))
 	if awsCfg == nil {
-		cfg, err := app.AWSConfig(ctx, ac)
+		cfg, err := awsapp.AWSConfig(ctx, ac)
 		if err != nil {
 			return nil, err
 		}
 		awsCfg = &cfg
 	}
-	store, err := app.PadStore(ctx, *awsCfg, ac, log)
+	store, err := awsapp.PadStore(ctx, *awsCfg, ac, log)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 // AWS is the configuration of the pads Lambda beyond Locker: which table holds the pads and
 // how hard the SDK retries. Region, credentials and endpoints (AWS_REGION,
 // AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...) are read by the AWS SDK's own default
-// chain when app.AWSConfig loads it; they are not repeated here.
+// chain when awsapp.AWSConfig loads it; they are not repeated here.
 type AWS struct {
 	// PadsTable is PADS_TABLE, the DynamoDB table of template.yaml's PadsTable (SAM sets it
 	// with !Ref PadsTable). Required.

@@ -1,0 +1,74 @@
+// Package arch_test enforces dependency rules between binaries and adapters with `go list
+// -deps`, as tailscale does: the embedded binaries do not link the AWS SDK, and the Lambda
+// functions do not link SQLite or the local key signer.
+package arch_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", pkg)
+	cmd.Dir = testenv.RepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestDependencyRules(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	fns, _ := filepath.Glob(filepath.Join(root, "functions", "*", "main.go"))
+	rules := []struct {
+		pkgs   []string
+		banned []string
+		why    string
+	}{
+		{pkgs: []string{"./cmd/lockerd", "./cmd/agentgate", "./cmd/lockermcp"}, banned: []string{"github.com/aws/"},
+			why: "embedded binaries run without an AWS account; AWS wiring lives in internal/app/awsapp"},
+	}
+	var lambdas []string
+	for _, f := range fns {
+		lambdas = append(lambdas, "./"+filepath.ToSlash(mustRel(t, root, filepath.Dir(f))))
+	}
+	if len(lambdas) > 0 {
+		rules = append(rules, struct {
+			pkgs   []string
+			banned []string
+			why    string
+		}{pkgs: lambdas, banned: []string{"modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/keysigner"},
+			why: "Lambda functions use DynamoDB and KMS, never the embedded store or a local key"})
+	}
+	for _, r := range rules {
+		for _, pkg := range r.pkgs {
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(pkg))); err != nil {
+				t.Logf("%s does not exist in this tree; rule not applied", pkg)
+				continue
+			}
+			for _, d := range deps(t, pkg) {
+				for _, b := range r.banned {
+					if strings.HasPrefix(d, b) {
+						t.Errorf("%s links %s: %s", pkg, d, r.why)
+					}
+				}
+			}
+		}
+	}
+}
+
+func mustRel(t *testing.T, base, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(base, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
