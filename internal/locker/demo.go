@@ -21,37 +21,55 @@ var demoBlocks = []struct {
 // DemoHead is the demo pad's head hash.
 const DemoHead = "5f77fb573937fa35d50e36ad944a8bd500343bf808d2035b7c4c29a3de5b512b"
 
-// SeedDemo creates the sealed demo pad if it does not exist. It is safe to run concurrently
-// from several processes: the store's conditions let exactly one seed win.
+// SeedDemo creates the sealed demo pad if it does not exist, and finishes a seed that an
+// earlier start left half done (a crash between the create and the seal). It is safe to run
+// concurrently from several processes: every step is check-and-set, so exactly one writer
+// wins each block and the others re-read and carry on. A demo pad holding anything but the
+// demo's own blocks is refused, never repaired.
 func (s *Service) SeedDemo(ctx context.Context) error {
-	_, err := s.store.Pad(ctx, DemoPadID)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("seed demo pad: %w", err)
-	}
-	now := s.now().Unix()
-	const ttl = 100 * 365 * 24 * 3600
-	p := Pad{ID: DemoPadID, WriteKeyHash: HashSecret(DemoWriteKey), State: StateOpen, CreatedAt: now,
-		ExpiresAt: now + ttl, MaxBlocks: DefaultMaxBlocks, MaxBytes: MaxPadBytes, HeadHash: GenesisHash}
-	if err := s.store.CreatePad(ctx, NewPad{Pad: p}); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return nil // another process seeded it first
-		}
-		return fmt.Errorf("seed demo pad: %w", err)
-	}
+	var heads []string // heads[i] = the demo head after i blocks
 	prev := GenesisHash
-	for i, d := range demoBlocks {
-		b := Block{PadID: DemoPadID, Seq: i, PrevHash: prev, CurrHash: NextHash(prev, []byte(d.payload)),
-			ContentType: d.contentType, Payload: []byte(d.payload), CreatedAt: now}
-		if err := s.store.AppendBlock(ctx, b); err != nil {
-			return fmt.Errorf("seed demo pad block %d: %w", i, err)
+	heads = append(heads, prev)
+	for _, d := range demoBlocks {
+		prev = NextHash(prev, []byte(d.payload))
+		heads = append(heads, prev)
+	}
+	for step := 0; step < 4*len(demoBlocks)+4; step++ {
+		p, err := s.store.Pad(ctx, DemoPadID)
+		if errors.Is(err, ErrNotFound) {
+			now := s.now().Unix()
+			const ttl = 100 * 365 * 24 * 3600
+			np := NewPad{Pad: Pad{ID: DemoPadID, WriteKeyHash: HashSecret(DemoWriteKey), State: StateOpen, CreatedAt: now,
+				ExpiresAt: now + ttl, MaxBlocks: DefaultMaxBlocks, MaxBytes: MaxPadBytes, HeadHash: GenesisHash}}
+			if err := s.store.CreatePad(ctx, np); err != nil && !errors.Is(err, ErrConflict) {
+				return fmt.Errorf("seed demo pad: %w", err)
+			}
+			continue
 		}
-		prev = b.CurrHash
+		if err != nil {
+			return fmt.Errorf("seed demo pad: %w", err)
+		}
+		n := p.BlockCount
+		if n > len(demoBlocks) || p.HeadHash != heads[n] {
+			return fmt.Errorf("seed demo pad: %s exists but does not hold the demo's blocks (%d blocks, head %s); refusing to touch it", DemoPadID, n, p.HeadHash)
+		}
+		switch {
+		case p.State == StateSealed:
+			return nil
+		case p.State != StateOpen:
+			return fmt.Errorf("seed demo pad: %s is %s", DemoPadID, p.State)
+		case n < len(demoBlocks):
+			d := demoBlocks[n]
+			b := Block{PadID: DemoPadID, Seq: n, PrevHash: heads[n], CurrHash: heads[n+1], ContentType: d.contentType,
+				Payload: []byte(d.payload), CreatedAt: s.now().Unix()}
+			if err := s.store.AppendBlock(ctx, b); err != nil && !errors.Is(err, ErrConflict) {
+				return fmt.Errorf("seed demo pad block %d: %w", n, err)
+			}
+		default:
+			if err := s.store.Seal(ctx, DemoPadID, n, p.HeadHash, s.now().Unix()); err != nil && !errors.Is(err, ErrConflict) {
+				return fmt.Errorf("seal demo pad: %w", err)
+			}
+		}
 	}
-	if err := s.store.Seal(ctx, DemoPadID, len(demoBlocks), prev, now); err != nil {
-		return fmt.Errorf("seal demo pad: %w", err)
-	}
-	return nil
+	return fmt.Errorf("seed demo pad: gave up after concurrent seeding did not settle")
 }
