@@ -27,6 +27,15 @@ const (
 // defaultURL is the daemon inspect talks to when neither --url nor LOCKER_URL is set.
 const defaultURL = "http://127.0.0.1:8000"
 
+// inspectError is the error object of a failed inspect, as the MCP tools report it.
+type inspectError struct {
+	Status    int             `json:"status"`
+	Kind      string          `json:"kind,omitempty"`
+	Cause     string          `json:"cause,omitempty"`
+	Detail    string          `json:"detail,omitempty"`
+	Challenge json.RawMessage `json:"challenge,omitempty"`
+}
+
 // inspectReport is inspect's --json document (docs/lockermcp.md).
 type inspectReport struct {
 	PadID          string                  `json:"pad_id"`
@@ -39,7 +48,7 @@ type inspectReport struct {
 	SealedAt       *int64                  `json:"sealed_at,omitempty"`
 	HeadHash       *string                 `json:"head_hash,omitempty"`
 	ServerHeadHash *string                 `json:"server_head_hash,omitempty"`
-	Error          any                     `json:"error,omitempty"`
+	Error          *inspectError           `json:"error,omitempty"`
 	Integrity      *lockerclient.Integrity `json:"integrity,omitempty"`
 }
 
@@ -119,14 +128,10 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 	switch {
 	case errors.As(err, &de):
 		code = exitDaemonError
-		if de.Challenge != nil {
-			rep.Error = map[string]any{"status": de.Status, "challenge": de.Challenge}
-		} else {
-			rep.Error = map[string]any{"status": de.Status, "detail": de.Error()}
-		}
+		rep.Error = &inspectError{Status: de.Status, Detail: de.Error(), Challenge: de.Challenge}
 	case errors.As(err, &ve):
 		code = exitNotVerified
-		rep.Error = map[string]any{"status": 0, "kind": "verification_failed", "cause": ve.Cause, "detail": ve.Error()}
+		rep.Error = &inspectError{Kind: "verification_failed", Cause: string(ve.Cause), Detail: ve.Error()}
 		rep.Integrity = &ve.Integrity
 	case err != nil:
 		return cli.Exit(exitDaemonError, err)
@@ -192,4 +197,3 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 }
 
 func ptr[T any](v T) *T { return &v }
-
