@@ -17,7 +17,7 @@ import (
 
 var (
 	linkRE  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	citedRE = regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)")
+	citedRE = regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)(?:`|/|\\(| )") // a name, not TestToken.sol
 	funcRE  = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]+)\(`)
 )
 
