@@ -67,3 +67,15 @@ build-PadsFunction:
 ## or the endpoint in AWS_ENDPOINT_URL (e.g. AWS_ENDPOINT_URL=http://localhost:4566 for LocalStack)
 test-integration:
 	AGENTGATE_REQUIRE_AWS=1 $(GO) test -count=1 ./internal/awstest/ ./internal/dynamostore/ ./functions/... ./test/rie/ ./test/template/
+
+## generate: the ExtMcp gRPC bindings (internal/extmcp/pb) from proto/agentgateway/ext_mcp.proto;
+## needs protoc (apt-get install -y protobuf-compiler) and installs the pinned plugins into bin/tools
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.5.1
+TOOLS := $(abspath $(BIN)/tools)
+.PHONY: generate
+generate:
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 2; }
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH=$(TOOLS):$$PATH $(GO) generate ./internal/extmcp/pb/

@@ -1,0 +1,61 @@
+package pb
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+// protocVersionLine is the one line of generated output that names the protoc release; it
+// is ignored so that a different Debian protoc does not count as stale.
+var protocVersionLine = regexp.MustCompile(`(?m)^// \tprotoc +v.*\n|^// - protoc +v.*\n`)
+
+// TestGeneratedCodeIsCurrent regenerates the bindings into a temporary directory and
+// compares them with the committed files. protoc is not a CI requirement (the generated
+// code is committed), so the test skips, naming what is missing, when protoc or a plugin
+// is not installed; `make generate` installs the plugins into bin/tools.
+func TestGeneratedCodeIsCurrent(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	protoc, err := exec.LookPath("protoc")
+	if err != nil {
+		t.Skip("protoc is not on PATH (apt-get install protobuf-compiler); cannot check the committed bindings")
+	}
+	tools := filepath.Join(root, "bin", "tools")
+	var plugins []string
+	for _, name := range []string{"protoc-gen-go", "protoc-gen-go-grpc"} {
+		p := filepath.Join(tools, name)
+		if _, err := os.Stat(p); err != nil {
+			if p, err = exec.LookPath(name); err != nil {
+				t.Skipf("%s is not in bin/tools or on PATH (run make generate); cannot check the committed bindings", name)
+			}
+		}
+		plugins = append(plugins, "--plugin="+name+"="+p)
+	}
+	out := t.TempDir()
+	const mod = "module=github.com/agentgate-dev/agentgate/internal/extmcp/pb"
+	args := append(plugins, "-I", filepath.Join(root, "proto"),
+		"--go_out="+out, "--go_opt="+mod, "--go-grpc_out="+out, "--go-grpc_opt="+mod,
+		"agentgateway/ext_mcp.proto")
+	cmd := exec.Command(protoc, args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("protoc: %v\n%s", err, b)
+	}
+	for _, f := range []string{"ext_mcp.pb.go", "ext_mcp_grpc.pb.go"} {
+		got, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(protocVersionLine.ReplaceAll(got, nil), protocVersionLine.ReplaceAll(want, nil)) {
+			t.Errorf("%s is stale: run make generate and commit the result", f)
+		}
+	}
+}
