@@ -2,6 +2,7 @@ package lockerclient
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -109,14 +110,15 @@ func (s *scanner) stringSpan() (span []byte, escaped bool, err error) {
 	}
 }
 
-// hasControl reports whether p holds a byte below 0x20, eight bytes at a time.
+// hasControl reports whether p holds a byte below 0x20, sixteen bytes at a time.
 func hasControl(p []byte) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	const ctl = lo * 0x20
 	i := 0
-	for ; i+8 <= len(p); i += 8 {
-		x := uint64(p[i]) | uint64(p[i+1])<<8 | uint64(p[i+2])<<16 | uint64(p[i+3])<<24 |
-			uint64(p[i+4])<<32 | uint64(p[i+5])<<40 | uint64(p[i+6])<<48 | uint64(p[i+7])<<56
-		if (x-lo*0x20)&^x&hi != 0 {
+	for ; i+16 <= len(p); i += 16 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		y := binary.LittleEndian.Uint64(p[i+8:])
+		if ((x-ctl)&^x|(y-ctl)&^y)&hi != 0 {
 			return true
 		}
 	}
