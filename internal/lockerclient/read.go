@@ -203,9 +203,11 @@ func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions
 	}
 	w := &walk{padID: padID, want: n, maxBytes: c.maxBytes, chainValid: true, blocks: make([]Block, 0, n)}
 	copy(w.prev[:], locker.GenesisHash)
+	// The arena is sized from the (unverified) total_bytes, capped so a lying manifest cannot
+	// make the client allocate much before any block arrives; it grows as blocks decode.
 	hint := n
 	if m.TotalBytes > 0 {
-		hint = int(min(m.TotalBytes, int64(c.maxBytes)))
+		hint = int(min(m.TotalBytes, int64(c.maxBytes), 1<<20))
 	}
 	w.arena = make([]byte, 0, hint)
 
