@@ -132,6 +132,16 @@ func hasControl(p []byte) bool {
 
 var errBadString = errors.New("invalid string")
 
+// printableASCII is the fast check for the short keys and hashes of a page.
+func printableASCII(p []byte) bool {
+	for _, c := range p {
+		if c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeString appends the decoded content of a raw span to dst. It refuses raw control
 // characters, unknown escapes and invalid UTF-8; a lone surrogate escape decodes to U+FFFD
 // (it cannot be represented in UTF-8 and never equals verified text).
@@ -411,7 +421,7 @@ func (s *scanner) key(scratch []byte) ([]byte, error) {
 		if k, err = decodeString(scratch[:0], span); err != nil {
 			return nil, s.fail("invalid key")
 		}
-	} else if checkString(span) != nil {
+	} else if !printableASCII(span) && checkString(span) != nil {
 		return nil, s.fail("invalid key")
 	}
 	if err := s.expect(':'); err != nil {

@@ -142,8 +142,10 @@ type Block struct {
 	Payload []byte
 	// UTF8 reports whether Payload is valid UTF-8 (then Text is its strict decode).
 	UTF8 bool
-	// CreatedAt is the daemon's created_at (an unverified assertion), nil when absent.
-	CreatedAt *int64
+	// CreatedAt is the daemon's created_at (an unverified assertion); HasCreatedAt is false
+	// when the daemon sent none (or null).
+	CreatedAt    int64
+	HasCreatedAt bool
 }
 
 // Text returns the payload's strict UTF-8 decode, derived locally from the verified bytes;
@@ -573,9 +575,7 @@ func (w *walk) block(s *scanner, index int, process bool) error {
 		return fail(CauseRepresentationMismatch, "block %d: payload_utf8 is neither text nor null", index)
 	}
 	b := Block{Seq: index, Payload: payload, UTF8: valid}
-	if created.isInt {
-		b.CreatedAt = ptr(created.n)
-	}
+	b.CreatedAt, b.HasCreatedAt = created.n, created.isInt
 	copy(b.PrevHash[:], w.prev[:])
 	if w.chainValid {
 		next := w.hasher.Next(payload)

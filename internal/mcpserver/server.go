@@ -413,7 +413,10 @@ func runReadBlocks(s *server, ctx context.Context, a *args) (any, outcome, error
 		for i := f; i <= outTo; i++ {
 			b := &ch.Blocks[i]
 			bo := blockOut{Seq: b.Seq, PrevHash: b.PrevHash, CurrHash: b.CurrHash,
-				PayloadB64: base64.StdEncoding.EncodeToString(b.Payload), CreatedAt: b.CreatedAt, PayloadUTF8Source: "client-derived"}
+				PayloadB64: base64.StdEncoding.EncodeToString(b.Payload), PayloadUTF8Source: "client-derived"}
+			if b.HasCreatedAt {
+				bo.CreatedAt = &b.CreatedAt
+			}
 			if text, ok := b.Text(); ok {
 				bo.PayloadUTF8 = &text
 			}
