@@ -1,0 +1,460 @@
+package catalogtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// Run runs the conformance suite. newCatalog must return a new, empty catalog for each
+// call; the suite does not close it (register cleanup in newCatalog).
+func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
+	t.Run("Servers", func(t *testing.T) { testServers(t, newCatalog(t)) })
+	t.Run("RecordCrawlCheckAndSet", func(t *testing.T) { testRecordCrawlCAS(t, newCatalog(t)) })
+	t.Run("RecordCrawlRace", func(t *testing.T) { testRecordCrawlRace(t, newCatalog(t)) })
+	t.Run("VersionsPutIfAbsent", func(t *testing.T) { testVersionsPutIfAbsent(t, newCatalog(t)) })
+	t.Run("InvalidRecords", func(t *testing.T) { testInvalid(t, newCatalog(t)) })
+	t.Run("ToolRecords", func(t *testing.T) { testToolRecords(t, newCatalog(t)) })
+	t.Run("DecideCheckAndSet", func(t *testing.T) { testDecide(t, newCatalog(t)) })
+	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
+	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
+	t.Run("AuditRace", func(t *testing.T) { testAuditRace(t, newCatalog(t)) })
+}
+
+var t0 = time.Date(2026, 10, 12, 9, 30, 0, 123456789, time.UTC)
+
+// Def returns a tool definition (canonical JSON) and its digest.
+func Def(tool, description string) ([]byte, warrant.Digest) {
+	b := []byte(fmt.Sprintf(`{"description":%q,"inputSchema":{"type":"object"},"name":%q}`, description, tool))
+	return b, warrant.DigestOf(b)
+}
+
+func server(name string) warrant.Server {
+	return warrant.Server{Name: name, URL: "https://" + name + ".example.com/mcp", AddedAt: t0, AddedBy: "alice",
+		Headers: []warrant.HeaderRef{{Header: "Authorization", Env: "TOKEN_" + name}}}
+}
+
+func mustAdd(t *testing.T, c warrant.Catalog, s warrant.Server) {
+	t.Helper()
+	if err := c.AddServer(t.Context(), s, warrant.AuditAppend{}); err != nil {
+		t.Fatalf("AddServer(%s): %v", s.Name, err)
+	}
+}
+
+// crawl builds crawl seq of srv listing tools (name → description; "" refuses the tool).
+func crawl(srv string, seq int64, known map[warrant.VersionKey]bool, tools ...string) warrant.CrawlRecord {
+	r := warrant.CrawlRecord{Crawl: warrant.Crawl{Server: srv, Seq: seq, Source: warrant.SourceCrawl,
+		StartedAt: t0.Add(time.Duration(seq) * time.Minute), FinishedAt: t0.Add(time.Duration(seq)*time.Minute + time.Second), By: "crawler"}}
+	for i := 0; i+1 < len(tools); i += 2 {
+		name, desc := tools[i], tools[i+1]
+		if desc == "" {
+			r.Crawl.Observations = append(r.Crawl.Observations, warrant.Observation{Tool: name, Refused: "invalid UTF-8"})
+			continue
+		}
+		b, d := Def(name, desc)
+		r.Crawl.Observations = append(r.Crawl.Observations, warrant.Observation{Tool: name, Digest: d})
+		k := warrant.VersionKey{Server: srv, Tool: name, Digest: d}
+		if known == nil || !known[k] {
+			r.Versions = append(r.Versions, warrant.Version{Server: srv, Tool: name, Digest: d, Canonical: b, FirstSeenAt: r.Crawl.FinishedAt, FirstSeenBy: "crawler", FirstCrawl: seq})
+			r.Proposals = append(r.Proposals, warrant.Proposal{Server: srv, Tool: name, Digest: d, OpenedAt: r.Crawl.FinishedAt, Crawl: seq})
+			if known != nil {
+				known[k] = true
+			}
+		}
+	}
+	return r
+}
+
+func mustRecord(t *testing.T, c warrant.Catalog, r warrant.CrawlRecord) {
+	t.Helper()
+	if err := c.RecordCrawl(t.Context(), r, warrant.AuditAppend{}); err != nil {
+		t.Fatalf("RecordCrawl(%s #%d): %v", r.Crawl.Server, r.Crawl.Seq, err)
+	}
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func testServers(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	b, a := server("beta"), server("alpha")
+	a.AllowPrivate = true
+	mustAdd(t, c, b)
+	mustAdd(t, c, a)
+	got, err := c.Server(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URL != a.URL || !got.AllowPrivate || len(got.Headers) != 1 || got.Headers[0] != a.Headers[0] ||
+		!got.AddedAt.Equal(t0) || got.AddedBy != "alice" || got.LastCrawl != 0 {
+		t.Errorf("Server(alpha) = %+v", got)
+	}
+	all, err := c.Servers(ctx)
+	if err != nil || len(all) != 2 || all[0].Name != "alpha" || all[1].Name != "beta" {
+		t.Errorf("Servers = %+v, %v; want alpha, beta", all, err)
+	}
+	// Identical: a no-op. Different: a conflict, and the stored one is unchanged.
+	if err := c.AddServer(ctx, a, warrant.AuditAppend{}); err != nil {
+		t.Errorf("re-adding an identical server: %v", err)
+	}
+	a2 := a
+	a2.URL = "https://elsewhere.example.com/mcp"
+	wantErr(t, "re-adding with another URL", c.AddServer(ctx, a2, warrant.AuditAppend{}), warrant.ErrConflict)
+	if got, _ := c.Server(ctx, "alpha"); got.URL != a.URL {
+		t.Errorf("conflicting AddServer changed the URL to %s", got.URL)
+	}
+	_, err = c.Server(ctx, "nope")
+	wantErr(t, "unknown server", err, warrant.ErrNotFound)
+	wantErr(t, "invalid name", c.AddServer(ctx, warrant.Server{Name: "bad name", URL: "https://x/"}, warrant.AuditAppend{}), warrant.ErrInvalid)
+}
+
+func testRecordCrawlCAS(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B"))
+	wantErr(t, "crawl 1 again", c.RecordCrawl(ctx, crawl("s", 1, nil, "a", "A"), warrant.AuditAppend{}), warrant.ErrConflict)
+	wantErr(t, "crawl 3 before 2", c.RecordCrawl(ctx, crawl("s", 3, nil, "a", "A"), warrant.AuditAppend{}), warrant.ErrConflict)
+	wantErr(t, "unknown server", c.RecordCrawl(ctx, crawl("nope", 1, nil, "a", "A"), warrant.AuditAppend{}), warrant.ErrNotFound)
+	mustRecord(t, c, crawl("s", 2, known, "a", "A2", "c", ""))
+	srv, err := c.Server(ctx, "s")
+	if err != nil || srv.LastCrawl != 2 {
+		t.Fatalf("LastCrawl = %d, %v; want 2", srv.LastCrawl, err)
+	}
+	_, err = c.Crawl(ctx, "s", 3)
+	wantErr(t, "crawl 3 after a refused write", err, warrant.ErrNotFound)
+	cr, err := c.Crawl(ctx, "s", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dA2 := Def("a", "A2")
+	want := []warrant.Observation{{Tool: "a", Digest: dA2}, {Tool: "c", Refused: "invalid UTF-8"}}
+	if len(cr.Observations) != 2 || cr.Observations[0] != want[0] || cr.Observations[1] != want[1] || cr.By != "crawler" ||
+		cr.Source != warrant.SourceCrawl || !cr.StartedAt.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("Crawl(s, 2) = %+v", cr)
+	}
+	vs, err := c.Versions(ctx, "s", "a")
+	if err != nil || len(vs) != 2 || vs[1].Digest != dA2 || vs[0].FirstCrawl != 1 {
+		t.Errorf("Versions(s, a) = %+v, %v", vs, err)
+	}
+	keys, err := c.VersionKeys(ctx, "s")
+	if err != nil || len(keys) != 3 || keys[0].Tool != "a" || keys[2].Tool != "b" {
+		t.Errorf("VersionKeys = %+v, %v", keys, err)
+	}
+	if vs, err := c.Versions(ctx, "s", "zzz"); err != nil || len(vs) != 0 {
+		t.Errorf("Versions of an unknown tool = %v, %v; want empty", vs, err)
+	}
+}
+
+func testRecordCrawlRace(t *testing.T, c warrant.Catalog) {
+	mustAdd(t, c, server("s"))
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.RecordCrawl(t.Context(), crawl("s", 1, nil, "t", fmt.Sprintf("racer %d", i)), warrant.AuditAppend{})
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
+			t.Errorf("loser: %v, want ErrConflict", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d racing crawl-1 writes won, want exactly 1", won, n)
+	}
+	if vs, _ := c.Versions(t.Context(), "s", "t"); len(vs) != 1 {
+		t.Errorf("%d versions after the race, want the winner's only", len(vs))
+	}
+}
+
+func testVersionsPutIfAbsent(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	mustRecord(t, c, crawl("s", 1, nil, "a", "A"))
+	// The same version again (a driver retry, or a racing crawl): accepted, unchanged.
+	mustRecord(t, c, crawl("s", 2, nil, "a", "A"))
+	// Other bytes under a stored digest: a conflict, and the whole crawl is not written.
+	r := crawl("s", 3, nil, "a", "A")
+	r.Versions[0].Canonical = append([]byte(nil), r.Versions[0].Canonical...)
+	r.Versions[0].Canonical[len(r.Versions[0].Canonical)-1] = ' '
+	r.Versions[0].Digest = warrant.DigestOf(r.Versions[0].Canonical)
+	r.Crawl.Observations[0].Digest = r.Versions[0].Digest
+	r.Proposals[0].Digest = r.Versions[0].Digest
+	// Forge a collision: same digest as stored, other bytes. Only a driver bug or SHA-256
+	// collision could produce it; the port must refuse rather than overwrite.
+	_, stored := Def("a", "A")
+	forged := r
+	forged.Versions = []warrant.Version{r.Versions[0]}
+	forged.Versions[0].Digest = stored
+	err := c.RecordCrawl(ctx, forged, warrant.AuditAppend{})
+	if !errors.Is(err, warrant.ErrInvalid) && !errors.Is(err, warrant.ErrConflict) {
+		t.Errorf("version whose digest does not match its bytes: %v", err)
+	}
+	if srv, _ := c.Server(ctx, "s"); srv.LastCrawl != 2 {
+		t.Errorf("a refused crawl advanced LastCrawl to %d", srv.LastCrawl)
+	}
+	v, err := c.Version(ctx, "s", "a", stored)
+	if b, _ := Def("a", "A"); err != nil || string(v.Canonical) != string(b) || v.FirstCrawl != 1 {
+		t.Errorf("stored version changed: %+v %v", v, err)
+	}
+	_, err = c.Version(ctx, "s", "a", warrant.DigestOf([]byte("{}")))
+	wantErr(t, "unknown version", err, warrant.ErrNotFound)
+}
+
+func testInvalid(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	unsorted := crawl("s", 1, nil, "b", "B", "a", "A")
+	wantErr(t, "unsorted observations", c.RecordCrawl(ctx, unsorted, warrant.AuditAppend{}), warrant.ErrInvalid)
+	dup := crawl("s", 1, nil, "a", "A", "a", "A2")
+	wantErr(t, "duplicate observations", c.RecordCrawl(ctx, dup, warrant.AuditAppend{}), warrant.ErrInvalid)
+	foreign := crawl("s", 1, nil, "a", "A")
+	foreign.Versions[0].Server = "other"
+	wantErr(t, "version of another server", c.RecordCrawl(ctx, foreign, warrant.AuditAppend{}), warrant.ErrInvalid)
+	both := crawl("s", 1, nil, "a", "A")
+	both.Crawl.Observations[0].Refused = "x"
+	wantErr(t, "observation with digest and refusal", c.RecordCrawl(ctx, both, warrant.AuditAppend{}), warrant.ErrInvalid)
+	if srv, _ := c.Server(ctx, "s"); srv.LastCrawl != 0 {
+		t.Errorf("invalid records advanced LastCrawl to %d", srv.LastCrawl)
+	}
+}
+
+func testToolRecords(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
+	_, dA := Def("a", "A")
+	_, dB := Def("b", "B")
+	approve := func(tool string, d, expect warrant.Digest) {
+		t.Helper()
+		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect}, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	approve("a", dA, "")
+	approve("b", dB, "")
+	mustRecord(t, c, crawl("s", 2, known, "a", "A2", "b", "B", "c", ""))
+	_, dA2 := Def("a", "A2")
+
+	recs, err := c.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]warrant.ToolRecord{}
+	var order []string
+	for _, r := range recs {
+		got[r.Tool] = r
+		order = append(order, r.Tool)
+	}
+	if fmt.Sprint(order) != "[a b gone]" {
+		t.Errorf("tools = %v, want [a b gone] (c was refused and has no version)", order)
+	}
+	a := got["a"]
+	if a.Current != dA2 || a.Approved != dA || a.Previous != dA || a.Versions != 2 || a.State() != warrant.StateDrift || !a.Pending() || a.Baseline() != dA {
+		t.Errorf("a = %+v (state %s)", a, a.State())
+	}
+	if b := got["b"]; b.Current != dB || b.State() != warrant.StateApproved || b.Pending() || b.Previous != "" {
+		t.Errorf("b = %+v (state %s)", b, b.State())
+	}
+	if g := got["gone"]; g.LastCrawl != 1 || g.ServerLastCrawl != 2 || g.State() != warrant.StateRemoved {
+		t.Errorf("gone = %+v (state %s)", g, g.State())
+	}
+	props, err := c.Proposals(ctx)
+	if err != nil || len(props) != 2 || props[0].Tool != "a" || props[0].Digest != dA2 || props[1].Tool != "gone" {
+		t.Errorf("pending proposals = %+v, %v; want a@A2 and gone", props, err)
+	}
+}
+
+func testDecide(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
+	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
+	_, d1 := Def("t", "one")
+	_, d2 := Def("t", "two")
+	dec := func(kind warrant.DecisionKind, d, expect warrant.Digest) error {
+		return c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d, Kind: kind, Actor: "bob", At: t0, Expect: expect, Note: "n"}, warrant.AuditAppend{})
+	}
+	wantErr(t, "approve an unknown version", dec(warrant.DecisionApproved, warrant.DigestOf([]byte("{}")), ""), warrant.ErrNotFound)
+	wantErr(t, "approve with a stale expectation", dec(warrant.DecisionApproved, d1, d2), warrant.ErrConflict)
+	if err := dec(warrant.DecisionApproved, d1, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "approve again expecting none", dec(warrant.DecisionApproved, d2, ""), warrant.ErrConflict)
+	if err := dec(warrant.DecisionApproved, d2, d1); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec(warrant.DecisionRolledBack, d1, d2); err != nil {
+		t.Fatal(err)
+	}
+	aps, err := c.Approvals(ctx)
+	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" {
+		t.Errorf("approvals after rollback = %+v, %v", aps, err)
+	}
+	// Rejecting a digest that is not approved leaves the approval alone; rejecting the
+	// approved one clears it.
+	if err := dec(warrant.DecisionRejected, d2, d1); err != nil {
+		t.Fatal(err)
+	}
+	if aps, _ := c.Approvals(ctx); len(aps) != 1 || aps[0].Digest != d1 {
+		t.Errorf("rejecting another digest changed the approval: %+v", aps)
+	}
+	if err := dec(warrant.DecisionRejected, d1, d1); err != nil {
+		t.Fatal(err)
+	}
+	if aps, _ := c.Approvals(ctx); len(aps) != 0 {
+		t.Errorf("approvals after rejecting the approved digest = %+v, want none", aps)
+	}
+	ds, err := c.Decisions(ctx, "s", "t")
+	if err != nil || len(ds) != 5 || ds[0].Kind != warrant.DecisionApproved || ds[4].Kind != warrant.DecisionRejected || ds[4].Expect != d1 || ds[0].Note != "n" {
+		t.Errorf("decisions = %+v, %v", ds, err)
+	}
+	recs, _ := c.Tools(ctx)
+	if len(recs) != 1 || recs[0].State() != warrant.StateRejected || recs[0].Current != d2 {
+		t.Errorf("tool after decisions = %+v", recs)
+	}
+	if props, _ := c.Proposals(ctx); len(props) != 0 {
+		t.Errorf("pending proposals after deciding both = %+v", props)
+	}
+}
+
+// Records chains n test records from head (the hash is a stand-in, not the audit
+// package's scheme: the port only checks linkage).
+func Records(head warrant.AuditHead, n int, typ string) []warrant.AuditRecord {
+	out := make([]warrant.AuditRecord, n)
+	prev := head
+	for i := range out {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s", prev.Hash, prev.Seq+1, typ)))
+		h := hex.EncodeToString(sum[:])
+		out[i] = warrant.AuditRecord{Seq: prev.Seq + 1, Type: typ, Actor: "alice", At: t0, PrevHash: prev.Hash, Hash: h,
+			Body: []byte(`{"n":` + fmt.Sprint(prev.Seq+1) + `}`), KeyID: "key-1", Signature: []byte{1, 2, 3}}
+		prev = warrant.AuditHead{Seq: prev.Seq + 1, Hash: h}
+	}
+	return out
+}
+
+func testAudit(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	head, err := c.AuditHead(ctx)
+	if err != nil || head != warrant.Genesis() {
+		t.Fatalf("empty head = %+v, %v; want genesis", head, err)
+	}
+	srv := server("s")
+	recs := Records(head, 1, warrant.EventServerAdded)
+	if err := c.AddServer(ctx, srv, warrant.AuditAppend{Prev: head, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	head2, _ := c.AuditHead(ctx)
+	if head2.Seq != 1 || head2.Hash != recs[0].Hash {
+		t.Fatalf("head after one record = %+v", head2)
+	}
+	// A crawl chained from the stale head is refused, and writes nothing.
+	stale := warrant.AuditAppend{Prev: head, Records: Records(head, 2, warrant.EventCrawlObserved)}
+	wantErr(t, "crawl on a stale head", c.RecordCrawl(ctx, crawl("s", 1, nil, "a", "A"), stale), warrant.ErrConflict)
+	if s, _ := c.Server(ctx, "s"); s.LastCrawl != 0 {
+		t.Error("a crawl refused for its audit head was written")
+	}
+	// Records that do not link are invalid.
+	bad := Records(head2, 2, "x")
+	bad[1].PrevHash = "beef"
+	wantErr(t, "records that do not link", c.AppendAudit(ctx, warrant.AuditAppend{Prev: head2, Records: bad}), warrant.ErrInvalid)
+	wantErr(t, "no records", c.AppendAudit(ctx, warrant.AuditAppend{Prev: head2}), warrant.ErrInvalid)
+	good := warrant.AuditAppend{Prev: head2, Records: Records(head2, 2, warrant.EventCrawlObserved)}
+	if err := c.RecordCrawl(ctx, crawl("s", 1, nil, "a", "A"), good); err != nil {
+		t.Fatal(err)
+	}
+	all, err := c.AuditRecords(ctx, 0, 100)
+	if err != nil || len(all) != 3 || all[2].Seq != 3 || all[2].PrevHash != all[1].Hash || string(all[0].Body) != `{"n":1}` ||
+		all[0].KeyID != "key-1" || string(all[0].Signature) != "\x01\x02\x03" || !all[0].At.Equal(t0) {
+		t.Errorf("audit records = %+v, %v", all, err)
+	}
+	if page, _ := c.AuditRecords(ctx, 1, 1); len(page) != 1 || page[0].Seq != 2 {
+		t.Errorf("AuditRecords(after 1, limit 1) = %+v", page)
+	}
+	// An identical AddServer is a no-op and must not append its records either.
+	h3, _ := c.AuditHead(ctx)
+	if err := c.AddServer(ctx, srv, warrant.AuditAppend{Prev: h3, Records: Records(h3, 1, warrant.EventServerAdded)}); err != nil {
+		t.Fatal(err)
+	}
+	if h4, _ := c.AuditHead(ctx); h4 != h3 {
+		t.Errorf("a no-op AddServer advanced the audit head to %+v", h4)
+	}
+}
+
+// testAuditAtomic injects a failure in the audit part of a write (a record that does not
+// link) and checks that the decision it accompanies is not written either.
+func testAuditAtomic(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	mustRecord(t, c, crawl("s", 1, nil, "t", "one"))
+	_, d := Def("t", "one")
+	head, _ := c.AuditHead(ctx)
+	recs := Records(head, 1, "approved")
+	recs[0].Seq = 7 // the injected failure
+	err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{Prev: head, Records: recs})
+	wantErr(t, "decision with a broken audit record", err, warrant.ErrInvalid)
+	if ds, _ := c.Decisions(ctx, "s", "t"); len(ds) != 0 {
+		t.Errorf("the decision was written without its audit record: %+v", ds)
+	}
+	if aps, _ := c.Approvals(ctx); len(aps) != 0 {
+		t.Errorf("the approval was written without its audit record: %+v", aps)
+	}
+	if h, _ := c.AuditHead(ctx); h != head {
+		t.Errorf("the audit head moved to %+v", h)
+	}
+	// And the other way round: a decision that fails its own check leaves no record.
+	err = c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: d},
+		warrant.AuditAppend{Prev: head, Records: Records(head, 1, "approved")})
+	wantErr(t, "decision on a stale approval", err, warrant.ErrConflict)
+	if recs, _ := c.AuditRecords(ctx, 0, 10); len(recs) != 0 {
+		t.Errorf("an audit record was written without its decision: %+v", recs)
+	}
+}
+
+func testAuditRace(t *testing.T, c warrant.Catalog) {
+	head, _ := c.AuditHead(t.Context())
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.AppendAudit(t.Context(), warrant.AuditAppend{Prev: head, Records: Records(head, 1, fmt.Sprintf("racer-%d", i))})
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+		} else if !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable) {
+			t.Errorf("loser: %v", err)
+		}
+	}
+	recs, _ := c.AuditRecords(t.Context(), 0, 100)
+	if won != 1 || len(recs) != 1 {
+		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", won, len(recs))
+	}
+}

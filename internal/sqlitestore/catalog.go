@@ -1,0 +1,806 @@
+package sqlitestore
+
+// The toolwarrant catalog driver. Data model (catalog_schema.go):
+//
+//	servers       name → url, allow_private, headers (JSON [{header, env}]; names only,
+//	              never values), added_at/by, last_crawl (the check-and-set counter)
+//	crawls        (server, seq) → source, started/finished_at, crawled_by     history
+//	observations  (server, seq, tool) → digest | refused                       history
+//	versions      (server, tool, digest) → canonical JSON, first seen           history
+//	proposals     (server, tool, digest) → opened_at, crawl                    history
+//	decisions     id → server, tool, digest, kind, actor, at, expect, ...      history
+//	approvals     (server, tool) → digest (NULL: none), decision               guarded
+//	audit         seq → type, actor, at, prev_hash, hash, body, key_id, sig    history
+//	audit_head    the one row (seq, hash)                                       guarded
+//
+// Write algorithm: every write is one IMMEDIATE transaction on the single writer
+// connection, so the checks below cannot race with another writer of this file, in this
+// process or another:
+//
+//  1. RecordCrawl reads servers.last_crawl and refuses (ErrConflict) unless the crawl's seq
+//     is one more; inserts the crawl and its observations; advances last_crawl (a trigger
+//     insists on +1 and an existing crawl); inserts each version and proposal with
+//     ON CONFLICT DO NOTHING and, when nothing was inserted, compares the stored bytes
+//     (equal: fine, idempotent; different: ErrConflict).
+//  2. Decide reads the tool's approval and refuses unless it is still Decision.Expect;
+//     inserts the decision; upserts the approval row to point at it.
+//  3. Any write carrying audit records reads audit_head and refuses unless it is still
+//     AuditAppend.Prev; inserts the records after checking they link (seq+1, prev_hash);
+//     moves audit_head to the last one (a trigger insists it moves forward, to a record).
+//
+// Any error rolls the whole transaction back, so a decision or observation and its audit
+// records are stored together or not at all.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+var _ warrant.Catalog = (*Catalog)(nil)
+
+// ErrCatalogPermissions is wrapped when a catalog file (or its -wal or -shm companion) can
+// be read or written by group or others. The catalog holds who approved what; it is the
+// operator's alone.
+var ErrCatalogPermissions = errors.New("catalog is accessible to group or others")
+
+// CatalogConfig configures OpenCatalog. Only Path is required.
+type CatalogConfig struct {
+	// Path is the catalog file.
+	Path string
+	// Create makes a new catalog (toolwarrant init): the file must not exist; it is
+	// created with mode 0600 and the schema. Default false: the file must exist, be a
+	// catalog, and be private (mode 0600 or stricter).
+	Create bool
+	// ReadOnly opens the file for reading only (audit verify); every write method fails.
+	// Default false.
+	ReadOnly bool
+	// BusyTimeout is how long a statement waits for another process's lock. Default 5s.
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read-only pool. Default 4.
+	ReadConns int
+}
+
+// Catalog is the SQLite implementation of warrant.Catalog.
+type Catalog struct {
+	path string
+	w    *sql.DB // the one writer connection; nil when read-only
+	r    *sql.DB // read-only pool
+}
+
+// OpenCatalog opens (or, with Create, creates) the catalog at cfg.Path.
+//
+// It refuses, before opening the database, a file readable or writable by group or others
+// (ErrCatalogPermissions), a missing file unless Create (wrapping fs.ErrNotExist), and with
+// Create an existing file (wrapping fs.ErrExist). It then refuses a file that is not a
+// toolwarrant catalog or has a schema version this build does not understand.
+func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("sqlitestore: CatalogConfig.Path is required")
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = 5 * time.Second
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 4
+	}
+	abs, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", cfg.Path, err)
+	}
+	if cfg.Create {
+		if cfg.ReadOnly {
+			return nil, errors.New("sqlitestore: Create and ReadOnly exclude each other")
+		}
+		f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("catalog %s already exists; nothing was changed: %w", cfg.Path, fs.ErrExist)
+			}
+			return nil, fmt.Errorf("create catalog %s: %w", cfg.Path, err)
+		}
+		// The umask may have removed bits but never adds any; make the mode exact anyway.
+		err = f.Chmod(0o600)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("create catalog %s: %w", cfg.Path, err)
+		}
+	}
+	if err := CheckCatalogPermissions(abs); err != nil {
+		return nil, err
+	}
+	c := &Catalog{path: abs}
+	if !cfg.ReadOnly {
+		if c.w, err = openDB(abs, "rw", cfg.BusyTimeout, 1); err != nil {
+			return nil, err
+		}
+		if cfg.Create {
+			if err := c.migrate(ctx); err != nil {
+				c.Close()
+				os.Remove(abs)
+				return nil, fmt.Errorf("create catalog %s: %w", cfg.Path, err)
+			}
+		}
+	}
+	if c.r, err = openDB(abs, "ro", cfg.BusyTimeout, cfg.ReadConns); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.checkFormat(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("catalog %s: %w", cfg.Path, err)
+	}
+	// SQLite creates -wal and -shm with the database's mode; check them now they exist.
+	if err := CheckCatalogPermissions(abs); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// CheckCatalogPermissions returns an error wrapping ErrCatalogPermissions when the catalog
+// at path, or its -wal or -shm file, grants any permission to group or others, and one
+// wrapping fs.ErrNotExist when path does not exist.
+func CheckCatalogPermissions(path string) error {
+	for i, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			if i == 0 {
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("no catalog at %s (create one with 'toolwarrant init'): %w", path, fs.ErrNotExist)
+				}
+				return fmt.Errorf("catalog %s: %w", path, err)
+			}
+			continue
+		}
+		if i == 0 && !st.Mode().IsRegular() {
+			return fmt.Errorf("catalog %s is not a regular file", path)
+		}
+		if perm := st.Mode().Perm(); perm&0o077 != 0 {
+			return fmt.Errorf("%w: %s has mode %04o; run: chmod 600 %s", ErrCatalogPermissions, p, perm, p)
+		}
+	}
+	return nil
+}
+
+func (c *Catalog) migrate(ctx context.Context) error {
+	tx, err := c.w.BeginTx(ctx, nil)
+	if err != nil {
+		return cwrap("begin migration", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, catalogSchema); err != nil {
+		return cwrap("create schema", err)
+	}
+	for k, v := range map[string]string{"format": catalogFormat, "schema_version": catalogSchemaVersion} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO catalog_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, k, v); err != nil {
+			return cwrap("record "+k, err)
+		}
+	}
+	g := warrant.Genesis()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`, g.Seq, g.Hash); err != nil {
+		return cwrap("create audit head", err)
+	}
+	return cwrap("commit migration", tx.Commit())
+}
+
+func (c *Catalog) checkFormat(ctx context.Context) error {
+	var format, version string
+	err := c.r.QueryRowContext(ctx, `SELECT (SELECT value FROM catalog_meta WHERE key = 'format'), (SELECT value FROM catalog_meta WHERE key = 'schema_version')`).Scan(&format, &version)
+	if err != nil || format != catalogFormat {
+		return errors.New("not a toolwarrant catalog (create one with 'toolwarrant init')")
+	}
+	if version != catalogSchemaVersion {
+		return fmt.Errorf("catalog schema version %q is not understood by this build (it understands %q)", version, catalogSchemaVersion)
+	}
+	return nil
+}
+
+// Close closes every handle. It is safe to call more than once.
+func (c *Catalog) Close() error {
+	var errs []error
+	for _, db := range []*sql.DB{c.w, c.r} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	c.w, c.r = nil, nil
+	return errors.Join(errs...)
+}
+
+// Path returns the catalog file's absolute path.
+func (c *Catalog) Path() string { return c.path }
+
+// cwrap translates driver errors into warrant's sentinels and adds context. The driver's
+// text is kept (%v) for people, but is not part of the contract.
+func cwrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("%s: %w: %v", op, warrant.ErrUnavailable, err)
+		case sqlite3.SQLITE_CONSTRAINT:
+			return fmt.Errorf("%s: %w: %v", op, warrant.ErrConflict, err)
+		case sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("%s: %w", op, errCatalogReadOnly)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+var errCatalogReadOnly = errors.New("sqlitestore: catalog opened read-only")
+
+// write runs fn in one IMMEDIATE transaction on the writer connection, rolled back on any
+// error, panic or cancellation.
+func (c *Catalog) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if c.w == nil {
+		return fmt.Errorf("%s: %w", op, errCatalogReadOnly)
+	}
+	tx, err := c.w.BeginTx(ctx, nil)
+	if err != nil {
+		return cwrap(op+": begin", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return cwrap(op+": commit", tx.Commit())
+}
+
+func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// appendAudit is step 3 of every write: check the head, link and insert the records,
+// advance the head.
+func appendAudit(ctx context.Context, tx *sql.Tx, a warrant.AuditAppend) error {
+	if len(a.Records) == 0 {
+		return nil
+	}
+	var head warrant.AuditHead
+	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&head.Seq, &head.Hash); err != nil {
+		return cwrap("read audit head", err)
+	}
+	if head != a.Prev {
+		return fmt.Errorf("audit head is at %d (%s), not %d (%s) as read: %w", head.Seq, short(head.Hash), a.Prev.Seq, short(a.Prev.Hash), warrant.ErrConflict)
+	}
+	prev := a.Prev
+	for _, r := range a.Records {
+		if r.Seq != prev.Seq+1 || r.PrevHash != prev.Hash || r.Hash == "" || r.Type == "" {
+			return fmt.Errorf("audit record %d does not link to %d (%s): %w", r.Seq, prev.Seq, short(prev.Hash), warrant.ErrInvalid)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit (seq, type, actor, at, prev_hash, hash, body, key_id, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Seq, r.Type, r.Actor, nanos(r.At), r.PrevHash, r.Hash, nonNil(r.Body), r.KeyID, nonNil(r.Signature)); err != nil {
+			return cwrap(fmt.Sprintf("append audit record %d", r.Seq), err)
+		}
+		prev = warrant.AuditHead{Seq: r.Seq, Hash: r.Hash}
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ?`, prev.Seq, prev.Hash, a.Prev.Seq, a.Prev.Hash)
+	return affectedOne(res, err, "advance audit head")
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+func affectedOne(res sql.Result, err error, op string) error {
+	if err != nil {
+		return cwrap(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return cwrap(op, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%s: %w", op, warrant.ErrConflict)
+	}
+	return nil
+}
+
+// AddServer implements warrant.Catalog.
+func (c *Catalog) AddServer(ctx context.Context, s warrant.Server, a warrant.AuditAppend) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	headers := slices.Clone(s.Headers)
+	warrant.SortHeaders(headers)
+	if headers == nil {
+		headers = []warrant.HeaderRef{}
+	}
+	hj, err := json.Marshal(headers)
+	if err != nil {
+		return fmt.Errorf("add server %q: %w", s.Name, err)
+	}
+	return c.write(ctx, "add server "+s.Name, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO servers (name, url, allow_private, headers, added_at, added_by) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO NOTHING`, s.Name, s.URL, boolInt(s.AllowPrivate), string(hj), nanos(s.AddedAt), s.AddedBy)
+		if err != nil {
+			return cwrap("add server "+s.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			old, err := scanServer(tx.QueryRowContext(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = ?`, s.Name))
+			if err != nil {
+				return cwrap("add server "+s.Name, err)
+			}
+			if old.URL == s.URL && old.AllowPrivate == s.AllowPrivate && slices.Equal(old.Headers, headers) {
+				return nil // idempotent: the same server is already there, and already audited
+			}
+			return fmt.Errorf("server %q exists with other settings: %w", s.Name, warrant.ErrConflict)
+		}
+		return appendAudit(ctx, tx, a)
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+const serverColumns = `name, url, allow_private, headers, added_at, added_by, last_crawl`
+
+func scanServer(row interface{ Scan(...any) error }) (warrant.Server, error) {
+	var s warrant.Server
+	var hj string
+	var at int64
+	var ap int
+	if err := row.Scan(&s.Name, &s.URL, &ap, &hj, &at, &s.AddedBy, &s.LastCrawl); err != nil {
+		return s, err
+	}
+	s.AllowPrivate, s.AddedAt = ap == 1, fromNanos(at)
+	if err := json.Unmarshal([]byte(hj), &s.Headers); err != nil {
+		return s, fmt.Errorf("server %q: stored headers: %w", s.Name, err)
+	}
+	if len(s.Headers) == 0 {
+		s.Headers = nil
+	}
+	return s, nil
+}
+
+// Server implements warrant.Catalog.
+func (c *Catalog) Server(ctx context.Context, name string) (warrant.Server, error) {
+	s, err := scanServer(c.r.QueryRowContext(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("server %q: %w", name, warrant.ErrNotFound)
+	}
+	return s, cwrap("read server "+name, err)
+}
+
+// Servers implements warrant.Catalog.
+func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+	if err != nil {
+		return nil, cwrap("list servers", err)
+	}
+	defer rows.Close()
+	out := []warrant.Server{}
+	for rows.Next() {
+		s, err := scanServer(rows)
+		if err != nil {
+			return nil, cwrap("list servers", err)
+		}
+		out = append(out, s)
+	}
+	return out, cwrap("list servers", rows.Err())
+}
+
+func validateCrawl(r warrant.CrawlRecord) error {
+	cr := r.Crawl
+	if cr.Seq < 1 || cr.Server == "" || (cr.Source != warrant.SourceCrawl && cr.Source != warrant.SourceGateway) {
+		return fmt.Errorf("crawl %d of %q (source %q): %w", cr.Seq, cr.Server, cr.Source, warrant.ErrInvalid)
+	}
+	for i, o := range cr.Observations {
+		if o.Tool == "" || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
+			return fmt.Errorf("crawl %d of %q: observation %d: needs a tool and exactly one of a valid digest or a refusal: %w", cr.Seq, cr.Server, i, warrant.ErrInvalid)
+		}
+		if i > 0 && cr.Observations[i-1].Tool >= o.Tool {
+			return fmt.Errorf("crawl %d of %q: observations are not sorted by unique tool name: %w", cr.Seq, cr.Server, warrant.ErrInvalid)
+		}
+	}
+	for _, v := range r.Versions {
+		if v.Server != cr.Server || v.Tool == "" || warrant.DigestOf(v.Canonical) != v.Digest {
+			return fmt.Errorf("version %s/%s %s: wrong server, no tool, or digest does not match its bytes: %w", v.Server, v.Tool, v.Digest, warrant.ErrInvalid)
+		}
+	}
+	for _, p := range r.Proposals {
+		if p.Server != cr.Server || !p.Digest.Valid() {
+			return fmt.Errorf("proposal %s/%s %s: %w", p.Server, p.Tool, p.Digest, warrant.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// RecordCrawl implements warrant.Catalog.
+func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warrant.AuditAppend) error {
+	if err := validateCrawl(r); err != nil {
+		return err
+	}
+	cr := r.Crawl
+	op := fmt.Sprintf("record crawl %d of %s", cr.Seq, cr.Server)
+	return c.write(ctx, op, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `SELECT last_crawl FROM servers WHERE name = ?`, cr.Server).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: server %q: %w", op, cr.Server, warrant.ErrNotFound)
+		}
+		if err != nil {
+			return cwrap(op, err)
+		}
+		if cr.Seq != last+1 {
+			return fmt.Errorf("%s: the server's last crawl is %d: %w", op, last, warrant.ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO crawls (server, seq, source, started_at, finished_at, crawled_by) VALUES (?, ?, ?, ?, ?, ?)`,
+			cr.Server, cr.Seq, string(cr.Source), nanos(cr.StartedAt), nanos(cr.FinishedAt), cr.By); err != nil {
+			return cwrap(op, err)
+		}
+		if len(cr.Observations) > 0 {
+			st, err := tx.PrepareContext(ctx, `INSERT INTO observations (server, seq, tool, digest, refused) VALUES (?, ?, ?, ?, ?)`)
+			if err != nil {
+				return cwrap(op, err)
+			}
+			defer st.Close()
+			for _, o := range cr.Observations {
+				if _, err := st.ExecContext(ctx, cr.Server, cr.Seq, o.Tool, nullStr(string(o.Digest)), nullStr(o.Refused)); err != nil {
+					return cwrap(op+": observation "+o.Tool, err)
+				}
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE servers SET last_crawl = ? WHERE name = ? AND last_crawl = ?`, cr.Seq, cr.Server, last)
+		if err := affectedOne(res, err, op+": advance last crawl"); err != nil {
+			return err
+		}
+		for _, v := range r.Versions {
+			res, err := tx.ExecContext(ctx, `INSERT INTO versions (server, tool, digest, canonical, first_seen_at, first_seen_by, first_crawl)
+				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, v.Server, v.Tool, string(v.Digest), v.Canonical, nanos(v.FirstSeenAt), v.FirstSeenBy, v.FirstCrawl)
+			if err != nil {
+				return cwrap(op+": version "+v.Tool, err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				var stored []byte
+				if err := tx.QueryRowContext(ctx, `SELECT canonical FROM versions WHERE server = ? AND tool = ? AND digest = ?`, v.Server, v.Tool, string(v.Digest)).Scan(&stored); err != nil {
+					return cwrap(op+": version "+v.Tool, err)
+				}
+				if string(stored) != string(v.Canonical) {
+					return fmt.Errorf("%s: version %s of %s is stored with other bytes: %w", op, v.Digest, v.Tool, warrant.ErrConflict)
+				}
+			}
+		}
+		for _, p := range r.Proposals {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO proposals (server, tool, digest, opened_at, crawl) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+				p.Server, p.Tool, string(p.Digest), nanos(p.OpenedAt), p.Crawl); err != nil {
+				return cwrap(op+": proposal "+p.Tool, err)
+			}
+		}
+		return appendAudit(ctx, tx, a)
+	})
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Crawl implements warrant.Catalog.
+func (c *Catalog) Crawl(ctx context.Context, server string, seq int64) (warrant.Crawl, error) {
+	op := fmt.Sprintf("read crawl %d of %s", seq, server)
+	tx, err := c.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return warrant.Crawl{}, cwrap(op, err)
+	}
+	defer tx.Rollback()
+	cr := warrant.Crawl{Server: server, Seq: seq}
+	var src string
+	var started, finished int64
+	err = tx.QueryRowContext(ctx, `SELECT source, started_at, finished_at, crawled_by FROM crawls WHERE server = ? AND seq = ?`, server, seq).Scan(&src, &started, &finished, &cr.By)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cr, fmt.Errorf("%s: %w", op, warrant.ErrNotFound)
+	}
+	if err != nil {
+		return cr, cwrap(op, err)
+	}
+	cr.Source, cr.StartedAt, cr.FinishedAt = warrant.Source(src), fromNanos(started), fromNanos(finished)
+	rows, err := tx.QueryContext(ctx, `SELECT tool, COALESCE(digest, ''), COALESCE(refused, '') FROM observations WHERE server = ? AND seq = ? ORDER BY tool`, server, seq)
+	if err != nil {
+		return cr, cwrap(op, err)
+	}
+	defer rows.Close()
+	cr.Observations = []warrant.Observation{}
+	for rows.Next() {
+		var o warrant.Observation
+		var d string
+		if err := rows.Scan(&o.Tool, &d, &o.Refused); err != nil {
+			return cr, cwrap(op, err)
+		}
+		o.Digest = warrant.Digest(d)
+		cr.Observations = append(cr.Observations, o)
+	}
+	return cr, cwrap(op, rows.Err())
+}
+
+const versionColumns = `server, tool, digest, canonical, first_seen_at, first_seen_by, first_crawl`
+
+func scanVersion(row interface{ Scan(...any) error }) (warrant.Version, error) {
+	var v warrant.Version
+	var d string
+	var at int64
+	err := row.Scan(&v.Server, &v.Tool, &d, &v.Canonical, &at, &v.FirstSeenBy, &v.FirstCrawl)
+	v.Digest, v.FirstSeenAt = warrant.Digest(d), fromNanos(at)
+	return v, err
+}
+
+// Version implements warrant.Catalog.
+func (c *Catalog) Version(ctx context.Context, server, tool string, d warrant.Digest) (warrant.Version, error) {
+	v, err := scanVersion(c.r.QueryRowContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE server = ? AND tool = ? AND digest = ?`, server, tool, string(d)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("version %s of %s/%s: %w", d, server, tool, warrant.ErrNotFound)
+	}
+	return v, cwrap("read version", err)
+}
+
+// Versions implements warrant.Catalog.
+func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.Version, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE server = ? AND tool = ? ORDER BY first_crawl, first_seen_at, digest`, server, tool)
+	if err != nil {
+		return nil, cwrap("list versions", err)
+	}
+	defer rows.Close()
+	out := []warrant.Version{}
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, cwrap("list versions", err)
+		}
+		out = append(out, v)
+	}
+	return out, cwrap("list versions", rows.Err())
+}
+
+// VersionKeys implements warrant.Catalog.
+func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.VersionKey, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT tool, digest FROM versions WHERE server = ? ORDER BY tool, digest`, server)
+	if err != nil {
+		return nil, cwrap("list version keys", err)
+	}
+	defer rows.Close()
+	out := []warrant.VersionKey{}
+	for rows.Next() {
+		k := warrant.VersionKey{Server: server}
+		var d string
+		if err := rows.Scan(&k.Tool, &d); err != nil {
+			return nil, cwrap("list version keys", err)
+		}
+		k.Digest = warrant.Digest(d)
+		out = append(out, k)
+	}
+	return out, cwrap("list version keys", rows.Err())
+}
+
+// toolsQuery reads every tool's record in one statement (one snapshot).
+const toolsQuery = `
+WITH t AS (SELECT server, tool, COUNT(*) AS n FROM versions GROUP BY server, tool),
+lastc AS (SELECT server, MAX(seq) AS seq FROM crawls WHERE source = 'crawl' GROUP BY server),
+lasto AS (SELECT o.server, o.tool, MAX(o.seq) AS seq FROM observations o
+          JOIN crawls c ON c.server = o.server AND c.seq = o.seq AND c.source = 'crawl'
+          GROUP BY o.server, o.tool)
+SELECT t.server, t.tool, t.n, COALESCE(lo.seq, 0), COALESCE(lc.seq, 0),
+       COALESCE(o.digest, ''), COALESCE(o.refused, ''), COALESCE(a.digest, ''),
+       COALESCE((SELECT d.kind FROM decisions d WHERE d.server = t.server AND d.tool = t.tool AND d.digest = o.digest ORDER BY d.id DESC LIMIT 1), ''),
+       COALESCE((SELECT o2.digest FROM observations o2 JOIN crawls c2 ON c2.server = o2.server AND c2.seq = o2.seq AND c2.source = 'crawl'
+                 WHERE o2.server = t.server AND o2.tool = t.tool AND o2.digest IS NOT NULL AND o2.digest IS NOT o.digest
+                 ORDER BY o2.seq DESC LIMIT 1), '')
+FROM t
+LEFT JOIN lastc lc ON lc.server = t.server
+LEFT JOIN lasto lo ON lo.server = t.server AND lo.tool = t.tool
+LEFT JOIN observations o ON o.server = t.server AND o.tool = t.tool AND o.seq = lo.seq
+LEFT JOIN approvals a ON a.server = t.server AND a.tool = t.tool
+ORDER BY t.server, t.tool`
+
+// Tools implements warrant.Catalog.
+func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
+	rows, err := c.r.QueryContext(ctx, toolsQuery)
+	if err != nil {
+		return nil, cwrap("list tools", err)
+	}
+	defer rows.Close()
+	out := []warrant.ToolRecord{}
+	for rows.Next() {
+		var r warrant.ToolRecord
+		var cur, appr, kind, prev string
+		if err := rows.Scan(&r.Server, &r.Tool, &r.Versions, &r.LastCrawl, &r.ServerLastCrawl, &cur, &r.Refused, &appr, &kind, &prev); err != nil {
+			return nil, cwrap("list tools", err)
+		}
+		r.Current, r.Approved, r.CurrentDecision, r.Previous = warrant.Digest(cur), warrant.Digest(appr), warrant.DecisionKind(kind), warrant.Digest(prev)
+		out = append(out, r)
+	}
+	return out, cwrap("list tools", rows.Err())
+}
+
+// Proposals implements warrant.Catalog.
+func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT p.server, p.tool, p.digest, p.opened_at, p.crawl FROM proposals p
+		WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.server = p.server AND d.tool = p.tool AND d.digest = p.digest)
+		ORDER BY p.server, p.tool, p.crawl, p.digest`)
+	if err != nil {
+		return nil, cwrap("list proposals", err)
+	}
+	defer rows.Close()
+	out := []warrant.Proposal{}
+	for rows.Next() {
+		var p warrant.Proposal
+		var d string
+		var at int64
+		if err := rows.Scan(&p.Server, &p.Tool, &d, &at, &p.Crawl); err != nil {
+			return nil, cwrap("list proposals", err)
+		}
+		p.Digest, p.OpenedAt = warrant.Digest(d), fromNanos(at)
+		out = append(out, p)
+	}
+	return out, cwrap("list proposals", rows.Err())
+}
+
+// Decide implements warrant.Catalog.
+func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.AuditAppend) error {
+	switch d.Kind {
+	case warrant.DecisionApproved, warrant.DecisionRejected, warrant.DecisionRolledBack:
+	default:
+		return fmt.Errorf("decision %q: %w", d.Kind, warrant.ErrInvalid)
+	}
+	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) {
+		return fmt.Errorf("decision on %s/%s: malformed digest: %w", d.Server, d.Tool, warrant.ErrInvalid)
+	}
+	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
+	return c.write(ctx, op, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM versions WHERE server = ? AND tool = ? AND digest = ?`, d.Server, d.Tool, string(d.Digest)).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, warrant.ErrNotFound)
+		}
+		if err != nil {
+			return cwrap(op, err)
+		}
+		var cur sql.NullString
+		err = tx.QueryRowContext(ctx, `SELECT digest FROM approvals WHERE server = ? AND tool = ?`, d.Server, d.Tool).Scan(&cur)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return cwrap(op, err)
+		}
+		if warrant.Digest(cur.String) != d.Expect {
+			return fmt.Errorf("%s: the approved digest is %q, not %q as read: %w", op, cur.String, d.Expect, warrant.ErrConflict)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO decisions (server, tool, digest, kind, actor, decided_at, expect, accepted_suspicious, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.Server, d.Tool, string(d.Digest), string(d.Kind), d.Actor, nanos(d.At), string(d.Expect), boolInt(d.AcceptedSuspicious), d.Note)
+		if err != nil {
+			return cwrap(op, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return cwrap(op, err)
+		}
+		next := cur
+		switch d.Kind {
+		case warrant.DecisionApproved, warrant.DecisionRolledBack:
+			next = sql.NullString{String: string(d.Digest), Valid: true}
+		case warrant.DecisionRejected:
+			if cur.String == string(d.Digest) {
+				next = sql.NullString{}
+			}
+		}
+		if next != cur || d.Kind != warrant.DecisionRejected {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (server, tool, digest, decision) VALUES (?, ?, ?, ?)
+				ON CONFLICT (server, tool) DO UPDATE SET digest = excluded.digest, decision = excluded.decision`, d.Server, d.Tool, next, id); err != nil {
+				return cwrap(op+": approval", err)
+			}
+		}
+		return appendAudit(ctx, tx, a)
+	})
+}
+
+// Decisions implements warrant.Catalog.
+func (c *Catalog) Decisions(ctx context.Context, server, tool string) ([]warrant.Decision, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT digest, kind, actor, decided_at, expect, accepted_suspicious, note FROM decisions
+		WHERE server = ? AND tool = ? ORDER BY id`, server, tool)
+	if err != nil {
+		return nil, cwrap("list decisions", err)
+	}
+	defer rows.Close()
+	out := []warrant.Decision{}
+	for rows.Next() {
+		d := warrant.Decision{Server: server, Tool: tool}
+		var dg, kind, expect string
+		var at int64
+		var acc int
+		if err := rows.Scan(&dg, &kind, &d.Actor, &at, &expect, &acc, &d.Note); err != nil {
+			return nil, cwrap("list decisions", err)
+		}
+		d.Digest, d.Kind, d.At, d.Expect, d.AcceptedSuspicious = warrant.Digest(dg), warrant.DecisionKind(kind), fromNanos(at), warrant.Digest(expect), acc == 1
+		out = append(out, d)
+	}
+	return out, cwrap("list decisions", rows.Err())
+}
+
+// Approvals implements warrant.Catalog.
+func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
+	rows, err := c.r.QueryContext(ctx, `SELECT a.server, a.tool, a.digest, d.actor, d.decided_at FROM approvals a
+		JOIN decisions d ON d.id = a.decision WHERE a.digest IS NOT NULL ORDER BY a.server, a.tool`)
+	if err != nil {
+		return nil, cwrap("list approvals", err)
+	}
+	defer rows.Close()
+	out := []warrant.Approval{}
+	for rows.Next() {
+		var ap warrant.Approval
+		var d string
+		var at int64
+		if err := rows.Scan(&ap.Server, &ap.Tool, &d, &ap.By, &at); err != nil {
+			return nil, cwrap("list approvals", err)
+		}
+		ap.Digest, ap.At = warrant.Digest(d), fromNanos(at)
+		out = append(out, ap)
+	}
+	return out, cwrap("list approvals", rows.Err())
+}
+
+// AppendAudit implements warrant.Catalog.
+func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error {
+	if len(a.Records) == 0 {
+		return fmt.Errorf("append audit: no records: %w", warrant.ErrInvalid)
+	}
+	return c.write(ctx, "append audit", func(tx *sql.Tx) error { return appendAudit(ctx, tx, a) })
+}
+
+// AuditHead implements warrant.Catalog.
+func (c *Catalog) AuditHead(ctx context.Context) (warrant.AuditHead, error) {
+	var h warrant.AuditHead
+	err := c.r.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&h.Seq, &h.Hash)
+	return h, cwrap("read audit head", err)
+}
+
+// AuditRecords implements warrant.Catalog.
+func (c *Catalog) AuditRecords(ctx context.Context, after int64, limit int) ([]warrant.AuditRecord, error) {
+	if limit <= 0 {
+		return []warrant.AuditRecord{}, nil
+	}
+	rows, err := c.r.QueryContext(ctx, `SELECT seq, type, actor, at, prev_hash, hash, body, key_id, signature FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, cwrap("read audit records", err)
+	}
+	defer rows.Close()
+	out := []warrant.AuditRecord{}
+	for rows.Next() {
+		var r warrant.AuditRecord
+		var at int64
+		if err := rows.Scan(&r.Seq, &r.Type, &r.Actor, &at, &r.PrevHash, &r.Hash, &r.Body, &r.KeyID, &r.Signature); err != nil {
+			return nil, cwrap("read audit records", err)
+		}
+		r.At = fromNanos(at)
+		out = append(out, r)
+	}
+	return out, cwrap("read audit records", rows.Err())
+}
