@@ -1,0 +1,142 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// Defaults of the toolwarrant configuration.
+const (
+	DefaultToolwarrantCatalog     = "toolwarrant.db"
+	DefaultCrawlConcurrency       = 4
+	MaxCrawlConcurrency           = 64
+	DefaultCrawlTimeout           = 30 * time.Second
+	DefaultCrawlMaxResponseBytes  = 10 << 20
+	maxCrawlMaxResponseBytesLimit = 1 << 30
+)
+
+// Toolwarrant is the configuration of the toolwarrant CLI read from the environment.
+// Command-line flags override it (flag > environment > default).
+type Toolwarrant struct {
+	// Catalog is TOOLWARRANT_CATALOG, the catalog file. Default "toolwarrant.db" in the
+	// working directory.
+	Catalog string
+	// Identity is TOOLWARRANT_IDENTITY, who this process acts as: recorded as the crawler
+	// of every observation and the adder of every server. Default "" (the CLI uses
+	// user@host).
+	Identity string
+	// CrawlConcurrency is TOOLWARRANT_CRAWL_CONCURRENCY, how many servers one crawl lists
+	// at once: 1 to 64. Default 4.
+	CrawlConcurrency int
+	// CrawlTimeout is TOOLWARRANT_CRAWL_TIMEOUT, the bound on one server's listing
+	// (connect, handshake, every page), a Go duration. Default 30s.
+	CrawlTimeout time.Duration
+	// CrawlMaxResponseBytes is TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES, the bound on each HTTP
+	// response body from an upstream, in bytes (1 KiB to 1 GiB). Default 10 MiB.
+	CrawlMaxResponseBytes int64
+}
+
+// LogValue logs the effective configuration (it holds no secret).
+func (c Toolwarrant) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("identity", c.Identity),
+		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
+		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes))
+}
+
+// LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
+// problem together.
+func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
+	c := Toolwarrant{Catalog: DefaultToolwarrantCatalog, CrawlConcurrency: DefaultCrawlConcurrency,
+		CrawlTimeout: DefaultCrawlTimeout, CrawlMaxResponseBytes: DefaultCrawlMaxResponseBytes}
+	var errs []error
+	if v := strings.TrimSpace(getenv("TOOLWARRANT_CATALOG")); v != "" {
+		c.Catalog = v
+	}
+	c.Identity = strings.TrimSpace(getenv("TOOLWARRANT_IDENTITY"))
+	if strings.ContainsAny(c.Identity, "\r\n\t") {
+		errs = append(errs, errors.New("TOOLWARRANT_IDENTITY must be one line"))
+	}
+	if v := strings.TrimSpace(getenv("TOOLWARRANT_CRAWL_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxCrawlConcurrency {
+			errs = append(errs, fmt.Errorf("TOOLWARRANT_CRAWL_CONCURRENCY=%q must be a whole number from 1 to %d", v, MaxCrawlConcurrency))
+		} else {
+			c.CrawlConcurrency = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("TOOLWARRANT_CRAWL_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("TOOLWARRANT_CRAWL_TIMEOUT=%q must be a positive duration such as 30s", v))
+		} else {
+			c.CrawlTimeout = d
+		}
+	}
+	if v := strings.TrimSpace(getenv("TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1024 || n > maxCrawlMaxResponseBytesLimit {
+			errs = append(errs, fmt.Errorf("TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES=%q must be a number of bytes from 1024 to %d", v, maxCrawlMaxResponseBytesLimit))
+		} else {
+			c.CrawlMaxResponseBytes = n
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseHeaderEnv parses a --header-env value, "Header=ENVVAR": the header to send and the
+// environment variable holding its value at crawl time.
+func ParseHeaderEnv(s string) (warrant.HeaderRef, error) {
+	k, v, ok := strings.Cut(s, "=")
+	h := warrant.HeaderRef{Header: strings.TrimSpace(k), Env: strings.TrimSpace(v)}
+	if !ok || h.Header == "" || h.Env == "" {
+		return h, fmt.Errorf("--header-env %q must be HEADER=ENVVAR, such as Authorization=WEATHER_TOKEN (the variable holds the value; the value itself is never stored)", s)
+	}
+	if err := h.Validate(); err != nil {
+		return h, fmt.Errorf("--header-env %q: %w", s, err)
+	}
+	return h, nil
+}
+
+// Headers are header values resolved from the environment. They are secrets: LogValue and
+// String show only the header names.
+type Headers map[string]string
+
+// LogValue shows the header names only.
+func (h Headers) LogValue() slog.Value { return slog.StringValue(h.String()) }
+
+// String lists the header names, values redacted.
+func (h Headers) String() string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k+": <redacted>")
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// ResolveHeaders reads the value of each of server's headers from its environment variable.
+// A variable that is unset or empty, or holds a line break, is an error naming the server,
+// the header and the variable — never the value. Every problem is reported together.
+func ResolveHeaders(getenv func(string) string, server string, refs []warrant.HeaderRef) (Headers, error) {
+	out := Headers{}
+	var errs []error
+	for _, r := range refs {
+		v := getenv(r.Env)
+		switch {
+		case v == "":
+			errs = append(errs, fmt.Errorf("server %q: header %s: environment variable %s is not set", server, r.Header, r.Env))
+		case strings.ContainsAny(v, "\r\n\x00"):
+			errs = append(errs, fmt.Errorf("server %q: header %s: environment variable %s holds a line break or NUL, which cannot be sent in a header", server, r.Header, r.Env))
+		default:
+			out[r.Header] = v
+		}
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadToolwarrantDefaults(t *testing.T) {
+	c, err := LoadToolwarrant(envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Toolwarrant{Catalog: "toolwarrant.db", CrawlConcurrency: 4, CrawlTimeout: 30 * time.Second, CrawlMaxResponseBytes: 10 << 20}
+	if c != want {
+		t.Errorf("defaults = %+v, want %+v", c, want)
+	}
+}
+
+func TestLoadToolwarrantValues(t *testing.T) {
+	c, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CATALOG": "/srv/tw.db", "TOOLWARRANT_IDENTITY": "crawler@ci",
+		"TOOLWARRANT_CRAWL_CONCURRENCY": "16", "TOOLWARRANT_CRAWL_TIMEOUT": "5s", "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "65536"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog != "/srv/tw.db" || c.Identity != "crawler@ci" || c.CrawlConcurrency != 16 || c.CrawlTimeout != 5*time.Second || c.CrawlMaxResponseBytes != 65536 {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestLoadToolwarrantReportsAllProblems(t *testing.T) {
+	_, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CRAWL_CONCURRENCY": "0", "TOOLWARRANT_CRAWL_TIMEOUT": "soon",
+		"TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "1", "TOOLWARRANT_IDENTITY": "a\nb"}))
+	if err == nil {
+		t.Fatal("bad values accepted")
+	}
+	for _, v := range []string{"TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES", "TOOLWARRANT_IDENTITY"} {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("error does not name %s: %v", v, err)
+		}
+	}
+}
+
+func TestParseHeaderEnv(t *testing.T) {
+	tests := []struct {
+		in   string
+		want warrant.HeaderRef
+		err  string
+	}{
+		{"Authorization=WEATHER_TOKEN", warrant.HeaderRef{Header: "Authorization", Env: "WEATHER_TOKEN"}, ""},
+		{"X-Api-Key = KEY", warrant.HeaderRef{Header: "X-Api-Key", Env: "KEY"}, ""},
+		{"Authorization", warrant.HeaderRef{}, "HEADER=ENVVAR"},
+		{"=TOKEN", warrant.HeaderRef{}, "HEADER=ENVVAR"},
+		{"Authorization=Bearer abc", warrant.HeaderRef{}, "environment variable name"},
+		{"Bad Header=TOKEN", warrant.HeaderRef{}, "not an HTTP header name"},
+		{"Host=TOKEN", warrant.HeaderRef{}, "set by the transport"},
+		{"Mcp-Session-Id=TOKEN", warrant.HeaderRef{}, "set by the transport"},
+		{"Authorization=1TOKEN", warrant.HeaderRef{}, "environment variable name"},
+	}
+	for _, tc := range tests {
+		got, err := ParseHeaderEnv(tc.in)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseHeaderEnv(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("ParseHeaderEnv(%q) error = %v, want one containing %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func TestResolveHeadersNeverLeaksValues(t *testing.T) {
+	const secret = "Bearer s3cr3t-value"
+	refs := []warrant.HeaderRef{{Header: "Authorization", Env: "TOKEN"}, {Header: "X-Key", Env: "MISSING"}, {Header: "X-Bad", Env: "BAD"}}
+	h, err := ResolveHeaders(envMap(map[string]string{"TOKEN": secret, "BAD": secret + "\r\nX-Injected: 1"}), "weather", refs)
+	if err == nil || !strings.Contains(err.Error(), "MISSING is not set") || !strings.Contains(err.Error(), "BAD holds a line break") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("the error leaks a header value: %v", err)
+	}
+	if h["Authorization"] != secret {
+		t.Errorf("resolved = %v", h)
+	}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("headers", "h", h)
+	if strings.Contains(logged.String(), "s3cr3t") || strings.Contains(fmt.Sprint(h), "s3cr3t") || !strings.Contains(logged.String(), "Authorization: <redacted>") {
+		t.Errorf("headers logged as %q / printed as %q", logged.String(), fmt.Sprint(h))
+	}
+}
