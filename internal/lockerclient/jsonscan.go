@@ -79,12 +79,12 @@ func (s *scanner) literal(word string) bool {
 }
 
 // stringSpan consumes a string and returns its raw content (between the quotes, escapes not
-// decoded) and whether it contains a backslash. It finds the closing quote with IndexByte
-// and does not validate the content: callers either decode the span strictly (decodeString,
-// matchText, base64) or call checkString.
-func (s *scanner) stringSpan() (span []byte, escaped bool, err error) {
+// decoded). It finds the closing quote with IndexByte and does not look at the content:
+// callers decode the span strictly (decodeString, matchText, base64) or call checkString.
+// Whether a span holds escapes is left to them, so big payload spans are not scanned twice.
+func (s *scanner) stringSpan() (span []byte, err error) {
 	if s.peek() != '"' {
-		return nil, false, s.fail("expected a string")
+		return nil, s.fail("expected a string")
 	}
 	start := s.i + 1
 	j := start
@@ -92,7 +92,7 @@ func (s *scanner) stringSpan() (span []byte, escaped bool, err error) {
 		q := bytes.IndexByte(s.b[j:], '"')
 		if q < 0 {
 			s.i = len(s.b)
-			return nil, false, s.fail("unterminated string")
+			return nil, s.fail("unterminated string")
 		}
 		k := j + q
 		// A quote preceded by an odd number of backslashes is escaped.
@@ -101,11 +101,9 @@ func (s *scanner) stringSpan() (span []byte, escaped bool, err error) {
 			n++
 		}
 		if n%2 == 0 {
-			span = s.b[start:k]
 			s.i = k + 1
-			return span, escaped || bytes.IndexByte(span, '\\') >= 0, nil
+			return s.b[start:k], nil
 		}
-		escaped = true
 		j = k + 1
 	}
 }
@@ -332,7 +330,7 @@ func (s *scanner) skipValue(depth int) error {
 	}
 	switch c := s.peek(); c {
 	case '"':
-		span, _, err := s.stringSpan()
+		span, err := s.stringSpan()
 		if err != nil {
 			return err
 		}
@@ -412,12 +410,12 @@ func (s *scanner) skipValue(depth int) error {
 
 // key reads an object key into scratch (decoded) and the following colon.
 func (s *scanner) key(scratch []byte) ([]byte, error) {
-	span, esc, err := s.stringSpan()
+	span, err := s.stringSpan()
 	if err != nil {
 		return nil, err
 	}
 	k := span
-	if esc {
+	if bytes.IndexByte(span, '\\') >= 0 {
 		if k, err = decodeString(scratch[:0], span); err != nil {
 			return nil, s.fail("invalid key")
 		}
@@ -476,7 +474,7 @@ func (s *scanner) stringValue() (string, bool, error) {
 	if s.peek() != '"' {
 		return "", false, s.skipValue(0)
 	}
-	span, _, err := s.stringSpan()
+	span, err := s.stringSpan()
 	if err != nil {
 		return "", false, err
 	}

@@ -350,14 +350,13 @@ func (w *walk) page(body []byte, from, to int) *VerificationError {
 			if s.peek() != '"' {
 				return s.skipValue(0)
 			}
-			span, esc, err := s.stringSpan()
+			span, err := s.stringSpan()
 			if err != nil {
 				return err
 			}
 			if padID, err = decodeString(nil, span); err != nil {
 				return s.fail("invalid pad_id")
 			}
-			_ = esc
 			hasPadID = true
 		case "total_blocks":
 			if err = dup(2); err == nil {
@@ -450,14 +449,13 @@ const (
 type span struct {
 	kind int
 	raw  []byte
-	esc  bool
 }
 
 func (s *scanner) spanValue() (span, error) {
 	switch s.peek() {
 	case '"':
-		raw, esc, err := s.stringSpan()
-		return span{kind: isString, raw: raw, esc: esc}, err
+		raw, err := s.stringSpan()
+		return span{kind: isString, raw: raw}, err
 	case 'n':
 		if s.literal("null") {
 			return span{kind: isNull}, nil
@@ -529,34 +527,43 @@ func (w *walk) block(s *scanner, index int, process bool) error {
 	if b64s.kind != isString {
 		return fail(CauseInconsistentBlocks, "block %d: the payload is not a base64 string", index)
 	}
+	// Fast path: decode the raw span. The decoder refuses every byte outside the alphabet,
+	// so escapes (legal JSON, e.g. "\/") and newlines fail it; only then is the span
+	// unescaped and decoded again.
 	src := b64s.raw
-	if b64s.esc {
+	var at, dl int
+	for attempt := 0; ; attempt++ {
+		ok := len(src)%4 == 0
+		if ok {
+			dl = len(src) / 4 * 3 // exact: only canonical padding decodes
+			if dl > 0 && src[len(src)-1] == '=' {
+				dl--
+				if src[len(src)-2] == '=' {
+					dl--
+				}
+			}
+			if len(w.arena)+dl > w.maxBytes {
+				return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
+			}
+			if cap(w.arena)-len(w.arena) < dl {
+				grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
+				copy(grown, w.arena)
+				w.arena = grown // earlier blocks keep their slices of the old array
+			}
+			at = len(w.arena)
+			tail := src[max(0, len(src)-4):]
+			ok = bytes.IndexByte(tail, '\n') < 0 && bytes.IndexByte(tail, '\r') < 0 && decodeB64(w.arena[at:at+dl], src) == nil
+		}
+		if ok {
+			break
+		}
+		if attempt > 0 || bytes.IndexByte(src, '\\') < 0 {
+			return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
+		}
 		var err error
 		if src, err = decodeString(nil, src); err != nil {
 			return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
 		}
-	}
-	if len(src)%4 != 0 || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
-		return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
-	}
-	dl := len(src) / 4 * 3 // exact: the strict decoder refuses anything but canonical padding
-	if dl > 0 && src[len(src)-1] == '=' {
-		dl--
-		if src[len(src)-2] == '=' {
-			dl--
-		}
-	}
-	if len(w.arena)+dl > w.maxBytes {
-		return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
-	}
-	if cap(w.arena)-len(w.arena) < dl {
-		grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
-		copy(grown, w.arena)
-		w.arena = grown // earlier blocks keep their slices of the old array
-	}
-	at := len(w.arena)
-	if err := decodeB64(w.arena[at:at+dl], src); err != nil {
-		return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
 	}
 	payload := w.arena[at : at+dl : at+dl]
 	w.arena = w.arena[:at+dl]
@@ -596,8 +603,11 @@ func hashIs(s span, want []byte) bool {
 	if s.kind != isString {
 		return false
 	}
-	if !s.esc {
-		return bytes.Equal(s.raw, want)
+	if bytes.Equal(s.raw, want) {
+		return true
+	}
+	if bytes.IndexByte(s.raw, '\\') < 0 {
+		return false
 	}
 	var scratch [64]byte
 	v, err := decodeString(scratch[:0], s.raw)
