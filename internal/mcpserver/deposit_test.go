@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -169,5 +170,27 @@ func TestHostileDeposits(t *testing.T) {
 				t.Errorf("payload text in the result: %s", r.text)
 			}
 		})
+	}
+}
+
+// TestCapabilitiesNeverLogged: a deposit failure carries capabilities to the caller; the
+// logs (server and client, at debug) show neither them nor any payload.
+func TestCapabilitiesNeverLogged(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := d.Hostile(editObj(t, isSeal, func(_ int, m map[string]any) { m["head_hash"] = strings.Repeat("0", 64) }))
+	cs := sessionLogged(t, lockertest.Serve(t, h), config.TicketQuery, log)
+	r := call(t, cs, "locker_deposit", `{"envelope":`+handoffEnvelope+`,"artifacts":["`+marker+`"]}`)
+	caps := get(t, r.m, "partial.capabilities").(map[string]any)
+	call(t, cs, "locker_read_blocks", `{"pad_id":"`+caps["pad_id"].(string)+`","ticket":"`+caps["read_ticket"].(string)+`"}`)
+	out := logs.String()
+	if !strings.Contains(out, `"outcome":"deposit_failed_seal_head_mismatch"`) {
+		t.Fatalf("logs: %s", out)
+	}
+	for _, s := range []string{caps["write_key"].(string), caps["read_ticket"].(string), marker, "?"} {
+		if strings.Contains(out, s) {
+			t.Errorf("logs show %q: %s", s, out)
+		}
 	}
 }

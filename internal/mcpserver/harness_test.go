@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,11 +24,16 @@ func session(t *testing.T, h http.Handler, transport config.TicketTransport) *mc
 
 func sessionURL(t *testing.T, url string, transport config.TicketTransport) *mcp.ClientSession {
 	t.Helper()
-	c, err := lockerclient.New(lockerclient.Config{BaseURL: url, TicketTransport: transport})
+	return sessionLogged(t, url, transport, nil)
+}
+
+func sessionLogged(t *testing.T, url string, transport config.TicketTransport, log *slog.Logger) *mcp.ClientSession {
+	t.Helper()
+	c, err := lockerclient.New(lockerclient.Config{BaseURL: url, TicketTransport: transport, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Client: c, Version: "test"})
+	srv, err := New(Config{Client: c, Version: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
