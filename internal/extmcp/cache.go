@@ -1,0 +1,160 @@
+package extmcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// evidence is ToolEvidence compiled for the hot path.
+type evidence struct {
+	approved, crawled       digest
+	hasApproved, hasCrawled bool
+}
+
+// snapshot is one server's compiled evidence and when it was read.
+type snapshot struct {
+	tools map[string]evidence
+	at    time.Time
+}
+
+// cacheEntry holds the newest snapshot of one server; readers never take a lock.
+type cacheEntry struct {
+	snap     atomic.Pointer[snapshot]
+	failures atomic.Uint64
+	lastErr  atomic.Pointer[string]
+}
+
+// cache keeps every served server's evidence in memory and refreshes it from the Source.
+// The set of servers is fixed at construction, so the map itself is never written after
+// New and needs no lock.
+type cache struct {
+	src         Source
+	entries     map[string]*cacheEntry
+	staleness   time.Duration
+	loadTimeout time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+	// refreshed, when set, is called after every refresh round (tests wait on it).
+	refreshed func()
+}
+
+func newCache(src Source, servers []string, staleness, loadTimeout time.Duration, now func() time.Time, log *slog.Logger) *cache {
+	c := &cache{src: src, entries: make(map[string]*cacheEntry, len(servers)), staleness: staleness, loadTimeout: loadTimeout, now: now, log: log}
+	for _, s := range servers {
+		c.entries[s] = &cacheEntry{}
+	}
+	return c
+}
+
+// served reports whether server is one of the processor's servers.
+func (c *cache) served(server string) bool { _, ok := c.entries[server]; return ok }
+
+// get returns the server's snapshot if it is fresh, else a denial cause.
+func (c *cache) get(server string) (*snapshot, Cause) {
+	e, ok := c.entries[server]
+	if !ok {
+		return nil, CauseServer
+	}
+	s := e.snap.Load()
+	if s == nil || c.now().Sub(s.at) > c.staleness {
+		return nil, CauseStale
+	}
+	return s, causeNone
+}
+
+// age returns how old the server's snapshot is (-1 before the first load).
+func (c *cache) age(server string) time.Duration {
+	e, ok := c.entries[server]
+	if !ok {
+		return -1
+	}
+	s := e.snap.Load()
+	if s == nil {
+		return -1
+	}
+	return c.now().Sub(s.at)
+}
+
+// fresh reports whether every server has a fresh snapshot (the health status).
+func (c *cache) fresh() bool {
+	for s := range c.entries {
+		if _, cause := c.get(s); cause != causeNone {
+			return false
+		}
+	}
+	return true
+}
+
+// refresh loads every server once, concurrently, each bounded by loadTimeout. A failed
+// load keeps the previous snapshot (decisions go on until it is stale).
+func (c *cache) refresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	for name, e := range c.entries {
+		wg.Go(func() { c.load(ctx, name, e) })
+	}
+	wg.Wait()
+	if c.refreshed != nil {
+		c.refreshed()
+	}
+}
+
+func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
+	ctx, cancel := context.WithTimeout(ctx, c.loadTimeout)
+	defer cancel()
+	started := c.now()
+	s, err := c.src.Snapshot(ctx, server)
+	if err == nil && s.Server != server {
+		err = errors.New("source returned the snapshot of server " + s.Server)
+	}
+	if err != nil {
+		e.failures.Add(1)
+		msg := err.Error()
+		if prev := e.lastErr.Swap(&msg); prev == nil || *prev != msg {
+			c.log.WarnContext(ctx, "extmcp: cannot refresh approvals", slog.String("server", server), slog.String("error", msg))
+		}
+		return
+	}
+	if prev := e.lastErr.Swap(nil); prev != nil {
+		c.log.InfoContext(ctx, "extmcp: approvals readable again", slog.String("server", server))
+	}
+	at := started
+	if !s.ReadAt.IsZero() && s.ReadAt.Before(at) {
+		at = s.ReadAt
+	}
+	e.snap.Store(compile(ctx, c.log, server, s, at))
+}
+
+// compile parses the snapshot's digests. A malformed approved digest is no approval (and
+// logged): the tool is denied rather than guessed at.
+func compile(ctx context.Context, log *slog.Logger, server string, s Snapshot, at time.Time) *snapshot {
+	out := &snapshot{tools: make(map[string]evidence, len(s.Tools)), at: at}
+	for name, t := range s.Tools {
+		var ev evidence
+		if t.Approved != "" {
+			if ev.approved, ev.hasApproved = parseDigest(t.Approved); !ev.hasApproved {
+				log.WarnContext(ctx, "extmcp: ignoring a malformed approved digest", slog.String("server", server), slog.String("tool", name))
+			}
+		}
+		if t.Crawled != "" {
+			ev.crawled, ev.hasCrawled = parseDigest(t.Crawled)
+		}
+		out.tools[name] = ev
+	}
+	return out
+}
+
+// run refreshes on every tick until ctx ends.
+func (c *cache) run(ctx context.Context, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			c.refresh(ctx)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package extmcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// CatalogSource adapts the toolwarrant catalog port to [Source]. One snapshot is one
+// Tools read (the port reads it consistently): a tool's approved digest is
+// ToolRecord.Approved, its crawled digest ToolRecord.Current when the server's last crawl
+// listed it (a REMOVED tool has none). A tool without an approval — every tool until a
+// person approves one — is denied: fail-closed by construction.
+type CatalogSource struct {
+	Catalog warrant.Catalog
+}
+
+var _ Source = CatalogSource{}
+
+// Snapshot reads the evidence for server. ErrUnknownServer when the catalog has no such
+// server; ErrUnavailable (wrapping the catalog's error) for any other failure.
+func (c CatalogSource) Snapshot(ctx context.Context, server string) (Snapshot, error) {
+	started := time.Now()
+	recs, err := c.Catalog.Tools(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("%w: read tools: %w", ErrUnavailable, err)
+	}
+	s := Snapshot{Server: server, Tools: map[string]ToolEvidence{}, ReadAt: started}
+	for _, r := range recs {
+		if r.Server != server {
+			continue
+		}
+		ev := ToolEvidence{Approved: string(r.Approved)}
+		if r.State() != warrant.StateRemoved {
+			ev.Crawled = string(r.Current)
+		}
+		s.Tools[r.Tool] = ev
+	}
+	if len(s.Tools) == 0 {
+		if _, err := c.Catalog.Server(ctx, server); errors.Is(err, warrant.ErrNotFound) {
+			return Snapshot{}, fmt.Errorf("server %q: %w", server, ErrUnknownServer)
+		} else if err != nil {
+			return Snapshot{}, fmt.Errorf("%w: read server %q: %w", ErrUnavailable, server, err)
+		}
+	}
+	return s, nil
+}
+
+// GatewayObserver is what the catalog side must provide to receive the processor's
+// observations: record that the gateway listed these definitions of server's tools at
+// at (observations sorted by tool, one per tool; Digest empty and Refused set when the
+// definition could not be digested). It must append them to the audit log so that
+// `toolwarrant list` shows DRIFT and the next crawl proposes new tools. Implemented by
+// the warrant service in part 2 (a crawl record with Source warrant.SourceGateway).
+type GatewayObserver interface {
+	ObserveGateway(ctx context.Context, server string, at time.Time, obs []warrant.Observation) error
+}
+
+// CatalogRecorder adapts a [GatewayObserver] to [Recorder]: one call per server in the
+// batch, stopping at the first error.
+func CatalogRecorder(o GatewayObserver) Recorder {
+	return RecorderFunc(func(ctx context.Context, batch []Observation) error {
+		for i := 0; i < len(batch); {
+			j := i
+			var obs []warrant.Observation
+			var seen []time.Time
+			at := batch[i].At
+			for ; j < len(batch) && batch[j].Server == batch[i].Server; j++ {
+				o := batch[j]
+				if o.At.After(at) {
+					at = o.At
+				}
+				w := warrant.Observation{Tool: o.Tool, Digest: warrant.Digest(o.Digest), Refused: o.Refused}
+				// One observation per tool: the latest seen.
+				if n := len(obs); n > 0 && obs[n-1].Tool == o.Tool {
+					if !o.At.Before(seen[n-1]) {
+						obs[n-1], seen[n-1] = w, o.At
+					}
+					continue
+				}
+				obs, seen = append(obs, w), append(seen, o.At)
+			}
+			if err := o.ObserveGateway(ctx, batch[i].Server, at, obs); err != nil {
+				return fmt.Errorf("record %d observations of server %q: %w", len(obs), batch[i].Server, err)
+			}
+			i = j
+		}
+		return nil
+	})
+}

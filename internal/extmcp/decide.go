@@ -1,0 +1,487 @@
+package extmcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/canon"
+)
+
+// Outcome is what a decision does with the gateway's message.
+type Outcome uint8
+
+// Outcomes.
+const (
+	// OutcomePass lets the message through unchanged.
+	OutcomePass Outcome = iota
+	// OutcomeMutated replaces it with Decision.Mutated (a filtered tools/list result).
+	OutcomeMutated
+	// OutcomeDeny rejects it; the gateway answers the client with a JSON-RPC error.
+	OutcomeDeny
+	numOutcomes
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomePass:
+		return "pass"
+	case OutcomeMutated:
+		return "mutated"
+	default:
+		return "deny"
+	}
+}
+
+// Cause says why a decision denied (or why a listed tool was dropped).
+type Cause uint8
+
+// Causes. The first four are about one tool's state; the rest mean the processor could
+// not decide, which is a denial too.
+const (
+	causeNone Cause = iota
+	// CauseUnknown: the catalog does not know the tool.
+	CauseUnknown
+	// CauseUnapproved: the tool has no approved digest.
+	CauseUnapproved
+	// CauseDrifted: the last crawl or the last listing saw another definition than the
+	// approved one (or one that could not be digested).
+	CauseDrifted
+	// CauseUnlisted: this processor has not seen the tool in a listing since it started.
+	CauseUnlisted
+	// CauseStale: no snapshot of the server's approvals younger than the staleness bound.
+	CauseStale
+	// CauseServer: service_names does not name exactly the servers this processor serves.
+	CauseServer
+	// CauseMalformed: the JSON the gateway sent is not what the method's contract says.
+	CauseMalformed
+	// CauseMethod: a method this processor does not decide reached it.
+	CauseMethod
+	// CauseOversized: the message or the reply would exceed the configured size bound.
+	CauseOversized
+	// CausePanic: a handler panicked; the panic was recovered.
+	CausePanic
+	// CauseDeadline: the decision did not finish within its deadline.
+	CauseDeadline
+	numCauses
+)
+
+var causeNames = [numCauses]string{"", "unknown", "unapproved", "drifted", "unlisted", "stale", "server", "malformed", "method", "oversized", "panic", "deadline"}
+
+func (c Cause) String() string {
+	if c < numCauses {
+		return causeNames[c]
+	}
+	return "invalid"
+}
+
+// ToolState reports whether the cause is about a tool's state (as opposed to the
+// processor being unable to decide).
+func (c Cause) ToolState() bool { return c >= CauseUnknown && c <= CauseUnlisted }
+
+// Decision is the processor's answer to one gateway message.
+type Decision struct {
+	Outcome Outcome
+	// Mutated is the replacement JSON (OutcomeMutated only).
+	Mutated []byte
+	// Cause and Reason explain a denial. Reason is what the client sees as the JSON-RPC
+	// error message: it names only the tool asked about (or no tool at all).
+	Cause  Cause
+	Reason string
+	// Dropped is how many listed tools a tools/list decision removed.
+	Dropped int
+}
+
+func deny(c Cause, format string, a ...any) Decision {
+	return Decision{Outcome: OutcomeDeny, Cause: c, Reason: "toolwarrant: " + fmt.Sprintf(format, a...)}
+}
+
+// listed is what the last listing seen by this processor showed for one tool.
+type listed struct {
+	d  digest
+	ok bool // false: the definition could not be digested or its name was listed twice
+}
+
+// server is the processor's state for one upstream.
+type server struct {
+	name    string
+	prefix  string // name + "_": how the gateway prefixes tool names when it multiplexes
+	plain   *digestCache
+	muxed   *digestCache
+	mu      sync.Mutex
+	listing map[string]listed
+	// reported is the last observation recorded per tool (digest or refusal), so that the
+	// same drift seen on every listing is recorded once.
+	reported map[string]string
+}
+
+const maxReported = 100_000
+
+// ListTools decides a tools/list result (the response phase): it returns OutcomeMutated
+// with the same JSON minus every tool whose live digest is not the approved digest,
+// OutcomePass when nothing is dropped, and OutcomeDeny when it cannot decide. services
+// are the gateway's service_names; with more than one, tool names carry the gateway's
+// "<target>_" prefix, which is removed before digesting.
+func (p *Processor) ListTools(ctx context.Context, services []string, result []byte) Decision {
+	if len(result) > p.cfg.MaxMessageBytes {
+		return deny(CauseOversized, "the tools/list result is %d bytes, over the %d-byte bound; denied", len(result), p.cfg.MaxMessageBytes)
+	}
+	srvs, snaps, d := p.resolve(services)
+	if d.Outcome == OutcomeDeny {
+		return d
+	}
+	if !json.Valid(result) {
+		return deny(CauseMalformed, "the tools/list result is not valid JSON; denied")
+	}
+	top := skipSpace(result, 0)
+	var tools span
+	n := 0
+	if _, err := members(result, top, func(m member) bool {
+		if nameIs(result[m.name.start:m.name.end], "tools") {
+			tools = m.value
+			n++
+		}
+		return true
+	}); err != nil || n != 1 || result[tools.start] != '[' {
+		return deny(CauseMalformed, "the tools/list result has no single \"tools\" array; denied")
+	}
+
+	buf := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(buf)
+	var items []listedTool
+	count := 0
+	_, err := elements(result, tools.start, func(e span) error {
+		count++
+		if count%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		items = append(items, p.digestTool(srvs, result[e.start:e.end], e, buf))
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return deny(CauseDeadline, "the tools/list decision did not finish in time; denied")
+		}
+		return deny(CauseMalformed, "the tools/list result's \"tools\" array is malformed; denied")
+	}
+
+	// A name listed twice is refused: a client could not tell which definition it gets.
+	dups := map[string]bool{}
+	if len(items) > 1 {
+		seen := make(map[string]struct{}, len(items))
+		for _, it := range items {
+			if it.srv < 0 {
+				continue
+			}
+			k := srvs[it.srv].name + "\x00" + it.tool
+			if _, ok := seen[k]; ok {
+				dups[k] = true
+			}
+			seen[k] = struct{}{}
+		}
+	}
+	now := p.now()
+	kept := make([]span, 0, len(items))
+	for si, s := range srvs {
+		snap := snaps[si]
+		s.mu.Lock()
+		for i := range items {
+			it := &items[i]
+			if it.srv != si {
+				continue
+			}
+			if len(dups) > 0 && dups[s.name+"\x00"+it.tool] {
+				it.refused = "the name is listed more than once"
+			}
+			ev, known := snap.tools[it.tool]
+			if known {
+				s.listing[it.tool] = listed{d: it.d, ok: it.refused == ""}
+			}
+			if it.refused == "" && known && ev.hasApproved && it.d == ev.approved {
+				it.keep = true
+				if len(s.reported) > 0 {
+					delete(s.reported, it.tool)
+				}
+				continue
+			}
+			p.observe(s, it, ev, known, now)
+		}
+		s.mu.Unlock()
+	}
+	for _, it := range items {
+		if it.keep {
+			kept = append(kept, it.el)
+		} else {
+			p.metrics.dropped(it.kind)
+		}
+	}
+	dropped := len(items) - len(kept)
+	if dropped == 0 {
+		return Decision{Outcome: OutcomePass}
+	}
+	size := len(result) - (tools.end - tools.start) + 2 + len(kept)
+	for _, k := range kept {
+		size += k.end - k.start
+	}
+	if size > p.cfg.MaxReplyBytes {
+		return deny(CauseOversized, "the filtered tools/list result would be %d bytes, over the %d-byte reply bound; denied", size, p.cfg.MaxReplyBytes)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, result[:tools.start+1]...)
+	for i, k := range kept {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, result[k.start:k.end]...)
+	}
+	out = append(out, result[tools.end-1:]...)
+	return Decision{Outcome: OutcomeMutated, Mutated: out, Dropped: dropped}
+}
+
+// listedTool is one element of a tools/list result, digested.
+type listedTool struct {
+	el      span
+	srv     int // index in the resolved servers; -1 when no server could be attributed
+	tool    string
+	d       digest
+	refused string
+	kind    ObservationKind
+	keep    bool
+}
+
+// digestTool names and digests one listed tool object.
+func (p *Processor) digestTool(srvs []*server, raw []byte, el span, buf *[]byte) listedTool {
+	it := listedTool{el: el, srv: -1, kind: ObservedRefused}
+	var s *server
+	muxed := len(srvs) > 1
+	var nameTok span
+	if !muxed {
+		s, it.srv = srvs[0], 0
+		if c, ok := s.plain.get(raw); ok {
+			it.tool, it.d = c.name, c.d
+			return it
+		}
+	}
+	name, tok, err := toolName(raw)
+	if err != nil {
+		it.refused = err.Error()
+		it.tool = name
+		if muxed {
+			it.srv, it.tool = attribute(srvs, name)
+		}
+		return it
+	}
+	it.tool, nameTok = name, tok
+	in := raw
+	cache := (*digestCache)(nil)
+	if muxed {
+		it.srv, it.tool = attribute(srvs, name)
+		if it.srv < 0 {
+			it.refused = "the name carries no prefix of a target in service_names"
+			return it
+		}
+		s = srvs[it.srv]
+		cache = s.muxed
+		if c, ok := cache.get(raw); ok {
+			it.tool, it.d = c.name, c.d
+			return it
+		}
+		// Digest the object as the upstream served it: with its own, unprefixed name.
+		q, err := canon.AppendString(nil, it.tool)
+		if err != nil {
+			it.refused = err.Error()
+			return it
+		}
+		in = make([]byte, 0, len(raw)-len(name)+len(q))
+		in = append(append(append(in, raw[:nameTok.start]...), q...), raw[nameTok.end:]...)
+	} else {
+		cache = s.plain
+	}
+	c, err := canon.Append((*buf)[:0], in)
+	if err != nil {
+		var ce *canon.Error
+		if errors.As(err, &ce) {
+			it.refused = ce.Reason
+		} else {
+			it.refused = err.Error()
+		}
+		return it
+	}
+	*buf = c
+	it.d = sum(c)
+	cache.put(raw, cachedTool{name: it.tool, d: it.d})
+	return it
+}
+
+// attribute finds the target whose "<target>_" prefix the multiplexed name carries (the
+// longest, if several do) and returns its index and the unprefixed name.
+func attribute(srvs []*server, name string) (int, string) {
+	best := -1
+	for i, s := range srvs {
+		if strings.HasPrefix(name, s.prefix) && (best < 0 || len(s.prefix) > len(srvs[best].prefix)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, name
+	}
+	return best, name[len(srvs[best].prefix):]
+}
+
+// toolName returns the "name" member of a tool object, decoded strictly, and the span of
+// its raw token within raw.
+func toolName(raw []byte) (string, span, error) {
+	var tok span
+	n := 0
+	if _, err := members(raw, 0, func(m member) bool {
+		if nameIs(raw[m.name.start:m.name.end], "name") {
+			tok = m.value
+			n++
+		}
+		return true
+	}); err != nil {
+		return "", tok, errors.New("the tool is not a JSON object")
+	}
+	if n != 1 || raw[tok.start] != '"' {
+		return "", tok, errors.New("the tool has no single string name")
+	}
+	name, err := decodeString(raw[tok.start:tok.end])
+	if err != nil {
+		return "", tok, fmt.Errorf("the tool name: %v", err)
+	}
+	return name, tok, nil
+}
+
+// observe records (once per distinct definition) a listed tool that was not served.
+// s.mu is held.
+func (p *Processor) observe(s *server, it *listedTool, ev evidence, known bool, now time.Time) {
+	if it.tool == "" {
+		it.kind = ObservedRefused
+		return // nothing to name in a record; counted in the metrics only
+	}
+	o := Observation{Server: s.name, Tool: it.tool, At: now}
+	switch {
+	case it.refused != "":
+		o.Kind, o.Refused = ObservedRefused, it.refused
+	case !known:
+		o.Kind = ObservedNew
+	case ev.hasApproved:
+		o.Kind = ObservedDrift
+	default:
+		o.Kind = ObservedUnapproved
+	}
+	it.kind = o.Kind
+	if it.refused == "" {
+		o.Digest = it.d.String()
+	}
+	if ev.hasApproved {
+		o.Approved = ev.approved.String()
+	}
+	key := string(o.Kind) + " " + o.Digest + o.Refused
+	if s.reported[it.tool] == key {
+		return
+	}
+	if len(s.reported) >= maxReported {
+		clear(s.reported)
+	}
+	s.reported[it.tool] = key
+	p.rec.offer(o)
+}
+
+// resolve maps service_names to the processor's servers and their fresh snapshots.
+func (p *Processor) resolve(services []string) ([]*server, []*snapshot, Decision) {
+	if len(services) == 0 {
+		return nil, nil, deny(CauseServer, "the gateway named no target (service_names is empty); denied")
+	}
+	srvs := make([]*server, 0, len(services))
+	snaps := make([]*snapshot, 0, len(services))
+	for _, name := range services {
+		s, ok := p.servers[name]
+		if !ok {
+			return nil, nil, deny(CauseServer, "target %q is not served by this processor; denied", clip(name))
+		}
+		dup := false
+		for _, x := range srvs {
+			dup = dup || x == s
+		}
+		if dup {
+			continue
+		}
+		snap, cause := p.cache.get(name)
+		if cause != causeNone {
+			return nil, nil, p.staleDenial(name)
+		}
+		srvs = append(srvs, s)
+		snaps = append(snaps, snap)
+	}
+	return srvs, snaps, Decision{}
+}
+
+func (p *Processor) staleDenial(server string) Decision {
+	if age := p.cache.age(server); age >= 0 {
+		return deny(CauseStale, "cannot decide for target %q: its approvals were last read %s ago, over the %s staleness bound; denied", server, age.Round(time.Second), p.cfg.Staleness)
+	}
+	return deny(CauseStale, "cannot decide for target %q: its approvals have not been read yet; denied", server)
+}
+
+// CallTool decides a tools/call request: OutcomePass only if the tool's last listing seen
+// by this processor and the server's last crawl both saw exactly the approved digest.
+func (p *Processor) CallTool(ctx context.Context, services []string, params []byte) Decision {
+	if len(services) != 1 {
+		return deny(CauseServer, "a tools/call must name exactly one target (service_names has %d); denied", len(services))
+	}
+	if len(params) > p.cfg.MaxMessageBytes {
+		return deny(CauseOversized, "the tools/call params are %d bytes, over the %d-byte bound; denied", len(params), p.cfg.MaxMessageBytes)
+	}
+	srvs, snaps, d := p.resolve(services)
+	if d.Outcome == OutcomeDeny {
+		return d
+	}
+	if params == nil || !json.Valid(params) {
+		return deny(CauseMalformed, "the tools/call params are missing or not valid JSON; denied")
+	}
+	name, _, err := toolName(params[skipSpace(params, 0):])
+	if err != nil {
+		return deny(CauseMalformed, "the tools/call params have no single valid string name; denied")
+	}
+	if ctx.Err() != nil {
+		return deny(CauseDeadline, "the tools/call decision did not finish in time; denied")
+	}
+	s, snap := srvs[0], snaps[0]
+	ev, known := snap.tools[name]
+	switch {
+	case !known:
+		return deny(CauseUnknown, "tool %q is unknown (not in the catalog of target %q); denied", clip(name), s.name)
+	case !ev.hasApproved:
+		return deny(CauseUnapproved, "tool %q is unapproved (no approved definition); denied until a person approves it", clip(name))
+	case !ev.hasCrawled || ev.crawled != ev.approved:
+		return deny(CauseDrifted, "tool %q has drifted (the last crawl did not see the approved definition); denied until it is re-approved, rejected or rolled back", clip(name))
+	}
+	s.mu.Lock()
+	l, seen := s.listing[name]
+	s.mu.Unlock()
+	switch {
+	case !seen:
+		return deny(CauseUnlisted, "tool %q has not been listed through this gateway since the processor started; list tools, then call again", clip(name))
+	case !l.ok || l.d != ev.approved:
+		return deny(CauseDrifted, "tool %q has drifted (the gateway last listed another definition than the approved one); denied until it is re-approved, rejected or rolled back", clip(name))
+	}
+	return Decision{Outcome: OutcomePass}
+}
+
+// clip bounds a client-supplied name in a reason.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}
