@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
 )
@@ -516,15 +515,18 @@ func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
 		a.writeError(w, r, err)
 		return
 	}
-	out := blocksBody{PadID: s.PadID, From: s.From, To: s.To, Count: len(s.Blocks), TotalBlocks: s.TotalBlocks, Blocks: make([]blockBody, len(s.Blocks))}
-	for i, b := range s.Blocks {
-		bb := blockBody{Seq: b.Seq, PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType,
-			PayloadB64: base64.StdEncoding.EncodeToString(b.Payload), CreatedAt: b.CreatedAt}
-		if utf8.Valid(b.Payload) {
-			text := string(b.Payload)
-			bb.PayloadUTF8 = &text
-		}
-		out.Blocks[i] = bb
+	bp := blockBufs.Get().(*[]byte)
+	body := appendBlocksBody((*bp)[:0], s)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	if cap(body) <= 1<<20 {
+		*bp = body
+		blockBufs.Put(bp)
 	}
-	writeJSON(w, http.StatusOK, out)
 }
+
+// blockBufs recycles /blocks response buffers (a full slice is about 150 KiB of JSON).
+var blockBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

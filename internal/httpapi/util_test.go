@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -30,3 +31,5 @@ func sortedKeys(m map[string]any) []string {
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func b64(p []byte) string { return base64.StdEncoding.EncodeToString(p) }
