@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agentgate-dev/agentgate/internal/canon"
 	"github.com/agentgate-dev/agentgate/internal/textguard"
 )
 
@@ -300,4 +301,33 @@ func VisibleJSON(canonical []byte) []byte {
 	}
 	b.WriteString(s[last:])
 	return []byte(b.String())
+}
+
+// VisibleDefinition is VisibleJSON, and when in flags the tool's name as confusable or
+// mixed-script, every non-ASCII character of every string equal to name is written as a
+// \u escape too, so a look-alike letter shows as what it is (read_f\u0456le).
+func VisibleDefinition(canonical []byte, name string, in Inspection) []byte {
+	out := VisibleJSON(canonical)
+	if len(in.ConfusableWith) == 0 && !in.MixedScript {
+		return out
+	}
+	token, err := canon.AppendString(nil, name)
+	if err != nil {
+		return out
+	}
+	var esc strings.Builder
+	esc.WriteByte('"')
+	for _, r := range string(token[1 : len(token)-1]) {
+		switch {
+		case r < 0x80:
+			esc.WriteRune(r)
+		case r >= 0x10000:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&esc, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&esc, `\u%04x`, r)
+		}
+	}
+	esc.WriteByte('"')
+	return []byte(strings.ReplaceAll(string(out), string(token), esc.String()))
 }

@@ -106,3 +106,16 @@ func TestVisibleJSON(t *testing.T) {
 		t.Error("VisibleJSON changed a definition with nothing suspicious")
 	}
 }
+
+func TestVisibleDefinitionEscapesLookAlikeNames(t *testing.T) {
+	name := "read_f\u0456le"
+	c := toolJSON(t, name, "Read a file.")
+	in, err := Inspect(c, name, NewNames([]string{"read_file"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := string(VisibleDefinition(c, name, in))
+	if !strings.Contains(v, `"name":"read_f\u0456le"`) {
+		t.Errorf("VisibleDefinition = %s", v)
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+func (a *app) listCmd() *cobra.Command {
+	var asJSON, pending bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "One row per tool: state, current and approved digest, drift grade, flags",
+		Long: `List every tool in the catalog, sorted by server then tool: its state, the digest the
+last crawl saw, the approved digest, the grade of the drift between them (or against the
+previous version, for a tool never approved) and textguard's flags.
+
+States: APPROVED (the last crawl saw the approved digest), DRIFT (it saw another one),
+PENDING (nothing approved, and the digest seen is undecided), REJECTED (nothing approved,
+and the digest seen was rejected), REFUSED (the last crawl refused the definition),
+REMOVED (the server's last crawl did not list the tool). Flags: invisible (characters
+that hide or reorder text), confusable (the name looks like another tool's), mixed-script.
+
+--pending keeps the tools whose current digest is undecided.` + exitCodes("success", ""),
+		Example: "  toolwarrant list\n  toolwarrant list --pending --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			rows, err := svc.List(cmd.Context(), pending)
+			if err != nil {
+				return failed(err)
+			}
+			if asJSON {
+				return writeJSON(a.env.Stdout, map[string]any{"tools": rows})
+			}
+			if len(rows) == 0 {
+				if pending {
+					fmt.Fprintln(a.env.Stdout, "no pending proposals")
+				} else {
+					fmt.Fprintln(a.env.Stdout, "no tools yet; add a server and run 'toolwarrant crawl'")
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tTOOL\tSTATE\tCURRENT\tAPPROVED\tGRADE\tFLAGS")
+			for _, r := range rows {
+				grade := "-"
+				if r.Grade != warrant.SeverityNone {
+					rules := make([]string, len(r.Rules))
+					for i, ru := range r.Rules {
+						rules[i] = string(ru)
+					}
+					grade = r.Grade.String() + " " + strings.Join(rules, ",")
+				}
+				flags := strings.Join(r.Flags, ",")
+				if flags == "" {
+					flags = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), shortOrDash(r.Approved), grade, flags)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&pending, "pending", false, "only tools whose current digest is undecided")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document (fields in docs/toolwarrant.md)")
+	return c
+}
+
+func shortOrDash(d warrant.Digest) string {
+	if d == "" {
+		return "-"
+	}
+	return d.Short()
+}

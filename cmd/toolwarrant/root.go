@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// exitCodes formats the "Exit codes" section of a command's help.
+func exitCodes(ok, found string) string {
+	s := "\n\nExit codes:\n  0  " + ok + "\n"
+	if found != "" {
+		s += "  1  " + found + "\n"
+	}
+	return s + "  2  could not run: usage error, no or unreadable catalog (or one readable by group or\n" +
+		"     others), invalid configuration, a server that could not be crawled"
+}
+
+type app struct {
+	env  cli.Env
+	deps deps
+
+	flagCatalog, flagIdentity string
+}
+
+func newRoot(env cli.Env, d deps) *cobra.Command {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	a := &app{env: env, deps: d}
+	root := &cobra.Command{
+		Use:   "toolwarrant",
+		Short: "Catalog, crawl and grade every MCP tool definition an agent could be shown",
+		Long: `toolwarrant keeps a catalog of the MCP servers you front with agentgateway. 'crawl' lists
+their tools directly (never through the gateway) with a client that refuses loopback,
+private, link-local and cloud-metadata addresses unless a server was added with
+--allow-private; every exact tool definition becomes an immutable version named by its
+digest, the SHA-256 of the RFC 8785 canonical JSON of the tool object as served. Every new
+digest opens a pending proposal, and every change is graded CRITICAL, WARNING or INFO with a
+reason per rule (docs/drift-grading.md). Text that could hide instructions from a person
+(invisible, bidi and tag characters, look-alike names) is flagged, and never printed raw
+unless you pass --accept-suspicious.
+
+The catalog is one SQLite file, created 0600 by 'toolwarrant init': --catalog, else
+$TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
+		Example: `  toolwarrant init
+  toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
+  toolwarrant crawl
+  toolwarrant list --pending
+  toolwarrant diff weather get_forecast`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.flagCatalog, "catalog", "", "catalog `PATH` (env TOOLWARRANT_CATALOG; default ./toolwarrant.db)")
+	pf.StringVar(&a.flagIdentity, "identity", "", "who this process acts as, recorded with every crawl and added server (env TOOLWARRANT_IDENTITY; default user@host)")
+	root.AddCommand(a.initCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(), a.versionCmd())
+	return root
+}
+
+// settings resolves configuration once: flag > environment > default. Problems exit 2.
+func (a *app) settings(cmd *cobra.Command) (config.Toolwarrant, error) {
+	cfg, err := config.LoadToolwarrant(a.env.Getenv)
+	if err != nil {
+		return cfg, cli.Exit(cli.ExitUsage, err)
+	}
+	if cmd.Flags().Changed("catalog") {
+		cfg.Catalog = a.flagCatalog
+	}
+	if cmd.Flags().Changed("identity") {
+		cfg.Identity = strings.TrimSpace(a.flagIdentity)
+	}
+	if cfg.Catalog == "" {
+		return cfg, cli.Usage(cmd, "--catalog must not be empty")
+	}
+	if !filepath.IsAbs(cfg.Catalog) {
+		wd, err := a.deps.getwd()
+		if err != nil {
+			return cfg, cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the working directory: %v", err))
+		}
+		cfg.Catalog = filepath.Join(wd, cfg.Catalog)
+	}
+	if cfg.Identity == "" {
+		cfg.Identity = a.deps.identity()
+	}
+	return cfg, nil
+}
+
+// open opens the catalog and the service over it. The caller closes the catalog.
+func (a *app) open(ctx context.Context, cmd *cobra.Command, readOnly bool) (*sqlitestore.Catalog, *warrant.Service, config.Toolwarrant, error) {
+	cfg, err := a.settings(cmd)
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	cat, err := sqlitestore.OpenCatalog(ctx, sqlitestore.CatalogConfig{Path: cfg.Catalog, ReadOnly: readOnly})
+	if err != nil {
+		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err) // the driver's message names the file and the fix
+	}
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Identity: cfg.Identity, Now: a.deps.now})
+	if err != nil {
+		cat.Close()
+		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err)
+	}
+	return cat, svc, cfg, nil
+}
+
+// failed maps a service error to an exit code: not found and invalid input are usage
+// errors (2), as is everything else that stops a command from running.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *cli.ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return cli.Exit(cli.ExitUsage, err)
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version and the commit it was built from",
+		Long:    "Print the version and the commit it was built from." + exitCodes("always", ""),
+		Example: "  toolwarrant version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(a.env.Stdout, "toolwarrant "+a.deps.version)
+			return nil
+		},
+	}
+}
+
+func (a *app) initCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create an empty catalog, readable and writable by you alone (mode 0600)",
+		Long: `Create an empty catalog at --catalog (else $TOOLWARRANT_CATALOG, else ./toolwarrant.db),
+with mode 0600. An existing file is never touched.` + exitCodes("the catalog was created", ""),
+		Example: "  toolwarrant init\n  toolwarrant --catalog /var/lib/toolwarrant/catalog.db init",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.settings(cmd)
+			if err != nil {
+				return err
+			}
+			cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, Create: true})
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			defer cat.Close()
+			fmt.Fprintf(a.env.Stdout, "created catalog %s (mode 0600)\n", cat.Path())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/netguard"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+func (a *app) serverCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "server",
+		Short:   "Add and list the upstream MCP servers in the catalog",
+		Long:    "Add and list the upstream MCP servers in the catalog." + exitCodes("success", ""),
+		Example: "  toolwarrant server add weather https://weather.example.com/mcp\n  toolwarrant server list",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	c.AddCommand(a.serverAddCmd(), a.serverListCmd())
+	return c
+}
+
+func (a *app) serverAddCmd() *cobra.Command {
+	var allowPrivate bool
+	var headerEnv []string
+	c := &cobra.Command{
+		Use:   "add NAME URL",
+		Short: "Add an upstream MCP server (Streamable HTTP, or legacy SSE)",
+		Long: `Add an upstream MCP server by its Streamable HTTP (or legacy SSE) endpoint.
+
+NAME is 1 to 64 letters, digits, '.', '_' or '-'. The crawler refuses to connect to
+loopback, private (RFC 1918, CGNAT), link-local and IPv6 unique-local addresses — checked
+after DNS resolution and on every redirect — unless you pass --allow-private, for a server
+on this machine or your intranet. Cloud metadata addresses are always refused.
+
+--header-env HEADER=ENVVAR (repeatable) sends HEADER on every request to the server, with
+the value of the environment variable ENVVAR at crawl time. Only the two names are stored;
+the value never enters the catalog.
+
+Adding a server that is already there with the same settings changes nothing.` + exitCodes("the server was added (or was already there, unchanged)", ""),
+		Example: `  toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
+  toolwarrant server add local http://127.0.0.1:3001/mcp --allow-private`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, rawURL := args[0], args[1]
+			if err := warrant.ValidateServerName(name); err != nil {
+				return cli.Usage(cmd, "%v", err)
+			}
+			var refs []warrant.HeaderRef
+			for _, h := range headerEnv {
+				ref, err := config.ParseHeaderEnv(h)
+				if err != nil {
+					return cli.Usage(cmd, "%v", err)
+				}
+				refs = append(refs, ref)
+			}
+			// Refuse now what the crawler would refuse anyway: odd IPv4 spellings, literal
+			// private or metadata addresses, userinfo, other schemes. Names are resolved
+			// only at crawl time.
+			if _, err := netguard.New(netguard.Config{AllowPrivate: allowPrivate}).ParseURL(rawURL); err != nil {
+				hint := ""
+				if !allowPrivate {
+					hint = " (for a server on this machine or your intranet, add --allow-private)"
+				}
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q: %v%s", name, err, hint))
+			}
+			cat, svc, _, err := a.open(cmd.Context(), cmd, false)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			added, err := svc.AddServer(cmd.Context(), warrant.Server{Name: name, URL: rawURL, AllowPrivate: allowPrivate, Headers: refs})
+			if err != nil {
+				return failed(err)
+			}
+			if !added {
+				fmt.Fprintf(a.env.Stdout, "server %s is already in the catalog with these settings; nothing changed\n", name)
+				return nil
+			}
+			extra := ""
+			if allowPrivate {
+				extra += ", private addresses allowed"
+			}
+			if len(refs) > 0 {
+				var hs []string
+				for _, r := range refs {
+					hs = append(hs, r.Header+" from $"+r.Env)
+				}
+				extra += ", headers: " + strings.Join(hs, ", ")
+			}
+			fmt.Fprintf(a.env.Stdout, "added server %s %s%s\n", name, rawURL, extra)
+			for _, r := range refs {
+				if a.env.Getenv(r.Env) == "" {
+					fmt.Fprintf(a.env.Stderr, "note: %s is not set here; 'toolwarrant crawl' needs it for server %s\n", r.Env, name)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&allowPrivate, "allow-private", false, "allow loopback, private and link-local addresses for this server (never cloud metadata)")
+	c.Flags().StringArrayVar(&headerEnv, "header-env", nil, "send `HEADER=ENVVAR`: the header HEADER with the value of $ENVVAR at crawl time (repeatable)")
+	return c
+}
+
+// serverJSON is one server in `server list --json` (docs/toolwarrant.md).
+type serverJSON struct {
+	Name         string              `json:"name"`
+	URL          string              `json:"url"`
+	AllowPrivate bool                `json:"allowPrivate"`
+	Headers      []warrant.HeaderRef `json:"headers"`
+	AddedAt      time.Time           `json:"addedAt"`
+	AddedBy      string              `json:"addedBy"`
+	LastCrawl    int64               `json:"lastCrawl"`
+}
+
+func (a *app) serverListCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List the servers in the catalog, sorted by name",
+		Long:    "List the servers in the catalog, sorted by name, with their headers (names only)." + exitCodes("success", ""),
+		Example: "  toolwarrant server list\n  toolwarrant server list --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cat, _, _, err := a.open(cmd.Context(), cmd, true)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			servers, err := cat.Servers(cmd.Context())
+			if err != nil {
+				return failed(err)
+			}
+			if asJSON {
+				out := struct {
+					Servers []serverJSON `json:"servers"`
+				}{Servers: []serverJSON{}}
+				for _, s := range servers {
+					h := s.Headers
+					if h == nil {
+						h = []warrant.HeaderRef{}
+					}
+					out.Servers = append(out.Servers, serverJSON{s.Name, s.URL, s.AllowPrivate, h, s.AddedAt, s.AddedBy, s.LastCrawl})
+				}
+				return writeJSON(a.env.Stdout, out)
+			}
+			if len(servers) == 0 {
+				fmt.Fprintln(a.env.Stdout, "no servers; add one with 'toolwarrant server add NAME URL'")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tURL\tPRIVATE\tHEADERS\tCRAWLS")
+			for _, s := range servers {
+				var hs []string
+				for _, h := range s.Headers {
+					hs = append(hs, h.Header+"=$"+h.Env)
+				}
+				headers := strings.Join(hs, ",")
+				if headers == "" {
+					headers = "-"
+				}
+				private := "no"
+				if s.AllowPrivate {
+					private = "allowed"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Name, s.URL, private, headers, s.LastCrawl)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document (fields in docs/toolwarrant.md)")
+	return c
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

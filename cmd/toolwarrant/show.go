@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// showJSON is `show --json` (docs/toolwarrant.md).
+type showJSON struct {
+	Server      string             `json:"server"`
+	Tool        string             `json:"tool"`
+	Digest      warrant.Digest     `json:"digest"`
+	State       warrant.State      `json:"state"`
+	Current     bool               `json:"current"`
+	Approved    bool               `json:"approved"`
+	FirstSeenAt time.Time          `json:"firstSeenAt"`
+	FirstSeenBy string             `json:"firstSeenBy"`
+	FirstCrawl  int64              `json:"firstCrawl"`
+	Suspicious  bool               `json:"suspicious"`
+	Inspection  warrant.Inspection `json:"inspection"`
+	Decisions   []decisionJSON     `json:"decisions"`
+	// Definition is the canonical JSON; unless --accept-suspicious, suspicious characters
+	// are \u-escaped (the same JSON value, other bytes).
+	Definition json.RawMessage `json:"definition"`
+}
+
+type decisionJSON struct {
+	Kind  warrant.DecisionKind `json:"kind"`
+	Actor string               `json:"actor"`
+	At    time.Time            `json:"at"`
+}
+
+func (a *app) showCmd() *cobra.Command {
+	var asJSON, accept bool
+	var version string
+	c := &cobra.Command{
+		Use:   "show SERVER TOOL",
+		Short: "Print one version of a tool as canonical JSON, suspicious characters made visible",
+		Long: `Print one version of a tool — the current one (the last crawl's), or --version DIGEST (a
+full digest or a unique prefix of at least 8 hex digits) — as its RFC 8785 canonical JSON,
+the exact bytes its digest is the SHA-256 of.
+
+If the definition holds characters that can hide or reorder text (zero-width, bidi, tag,
+control, variation selectors) or its name is a look-alike, toolwarrant refuses to print it
+raw: those characters are printed as JSON \u escapes (still valid JSON with the same value),
+stderr says what was found, and the command exits 1. --accept-suspicious prints the exact
+canonical bytes.` + exitCodes("printed", "printed with suspicious characters escaped (see stderr)"),
+		Example: "  toolwarrant show weather get_forecast\n  toolwarrant show weather get_forecast --version 3f2a9c1d",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			v, err := svc.Show(cmd.Context(), args[0], args[1], version)
+			if err != nil {
+				return failed(err)
+			}
+			def := v.Version.Canonical
+			suspicious := v.Inspection.Suspicious()
+			if suspicious && !accept {
+				def = warrant.VisibleDefinition(def, v.Version.Tool, v.Inspection)
+			}
+			if asJSON {
+				out := showJSON{Server: v.Version.Server, Tool: v.Version.Tool, Digest: v.Version.Digest, State: v.State, Current: v.Current,
+					Approved: v.Approved, FirstSeenAt: v.Version.FirstSeenAt, FirstSeenBy: v.Version.FirstSeenBy, FirstCrawl: v.Version.FirstCrawl,
+					Suspicious: suspicious, Inspection: v.Inspection, Decisions: []decisionJSON{}, Definition: def}
+				for _, d := range v.Decisions {
+					out.Decisions = append(out.Decisions, decisionJSON{d.Kind, d.Actor, d.At})
+				}
+				if out.Inspection.Findings == nil {
+					out.Inspection.Findings = []warrant.TextFinding{}
+				}
+				if err := writeJSON(a.env.Stdout, out); err != nil {
+					return err
+				}
+			} else {
+				a.env.Stdout.Write(def)
+				fmt.Fprintln(a.env.Stdout)
+			}
+			if suspicious && !accept {
+				fmt.Fprintf(a.env.Stderr, "toolwarrant: server %q tool %q version %s: not printed raw: %s; the characters are shown as \\u escapes; pass --accept-suspicious to print the exact bytes\n",
+					v.Version.Server, visibleName(v.Version.Tool, v.Inspection.Flags()), v.Version.Digest, visible(v.Inspection.Summary()))
+				return cli.Found()
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&version, "version", "", "the version to show: a `DIGEST` or a unique prefix of at least 8 hex digits (default: the current one)")
+	c.Flags().BoolVar(&accept, "accept-suspicious", false, "print suspicious characters raw (the exact canonical bytes)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document with the definition and what is known about it")
+	return c
+}
