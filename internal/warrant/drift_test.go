@@ -2,8 +2,12 @@ package warrant
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // baseTool is the definition every drift case starts from.
@@ -230,5 +234,18 @@ func TestGradeRugPull(t *testing.T) {
 func TestGradeRefusesInvalidJSON(t *testing.T) {
 	if _, err := Grade(nil, []byte(`{"name":"x","description":"a\ud800"}`), GradeOptions{}); err == nil {
 		t.Error("a lone surrogate was graded")
+	}
+}
+
+func TestDocsNameEveryRule(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "docs", "drift-grading.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ri := range Rules {
+		row := "| `" + string(ri.Rule) + "` | " + ri.Severity.String() + " |"
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/drift-grading.md has no row %q", row)
+		}
 	}
 }
