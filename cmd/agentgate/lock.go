@@ -119,7 +119,7 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		fmt.Fprintf(a.env.Stdout, "%s is up to date: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	default:
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
-			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %v", a.rel(o.lockfile), unwrapPath(err)))
+			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.lockfile), unwrapPath(err)))
 		}
 		fmt.Fprintf(a.env.Stdout, "wrote %s: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	}
@@ -133,7 +133,7 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		}
 		if prev, _ := os.ReadFile(o.snapshot); !bytes.Equal(prev, sdata) {
 			if err := writeFileAtomic(o.snapshot, sdata); err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %v", a.rel(o.snapshot), unwrapPath(err)))
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.snapshot), unwrapPath(err)))
 			}
 		}
 	}

@@ -78,7 +78,7 @@ func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
 	var o opts
 	wd, err := a.deps.getwd()
 	if err != nil {
-		return o, cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the working directory: %v", err))
+		return o, cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the working directory: %w", err))
 	}
 	pick := func(flag, envName string) string {
 		if cmd.Flags().Changed(flag) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,7 +172,8 @@ func TestInspectorOverStdio(t *testing.T) {
 		t.Fatalf("inspect: %v\n%s\n%s", err, out, errs)
 	}
 	_, _, err = runBounded(t, os.Environ(), mcpBin, "inspect", "demo-pad-v1", "--url", url, "--expected-head", strings.Repeat("0", 64))
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("inspect with a wrong head: %v, want exit 2", err)
 	}
 }

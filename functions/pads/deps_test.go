@@ -2,8 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -13,7 +11,7 @@ import (
 func TestDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is not on PATH: %v", err)
 	}
 	out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", "-tags", "lambda.norpc", ".").CombinedOutput()
 	if err != nil {

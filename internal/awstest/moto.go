@@ -192,7 +192,7 @@ func launch(bin string, port int) (*moto, error) {
 		m.kill(exited)
 		return nil, err
 	}
-	go func() { <-exited }() // reap; stop() signals by PID
+	go func() { _ = <-exited }() // reap; stop() signals by PID
 	return m, nil
 }
 
@@ -226,7 +226,8 @@ func (m *moto) serveProxy(target *url.URL) error {
 func (m *moto) kill(exited chan error) {
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case err := <-exited:
+		_ = err // moto's exit status after SIGTERM says nothing useful
 	case <-time.After(5 * time.Second):
 		_ = m.cmd.Process.Kill()
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
 )
@@ -45,7 +46,7 @@ func ExampleTransform_refusal() {
 }
 
 func ExampleAppendNumber() {
-	for _, f := range []float64{1e21, 1e20, 1e-7, 0.000001, 4.50, -0.0} {
+	for _, f := range []float64{1e21, 1e20, 1e-7, 0.000001, 4.50, math.Copysign(0, -1)} {
 		b, _ := canon.AppendNumber(nil, f)
 		fmt.Printf("%s ", b)
 	}

@@ -1,7 +1,6 @@
 package dynamostore_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -81,6 +80,6 @@ func BenchmarkAppendLatency(b *testing.B) {
 	b.ReportMetric(dyP99, "dynamodb-p99-µs")
 	b.ReportMetric(dyP50/max(sqP50, 1), "p50-ratio")
 	b.ReportMetric(dyP99/max(sqP99, 1), "p99-ratio")
-	b.Log(fmt.Sprintf("%d appends each: sqlite p50 %.0fµs p99 %.0fµs; dynamodb p50 %.0fµs p99 %.0fµs; ratio p50 %.1fx p99 %.1fx",
-		len(targets[0].times), sqP50, sqP99, dyP50, dyP99, dyP50/max(sqP50, 1), dyP99/max(sqP99, 1)))
+	b.Logf("%d appends each: sqlite p50 %.0fµs p99 %.0fµs; dynamodb p50 %.0fµs p99 %.0fµs; ratio p50 %.1fx p99 %.1fx",
+		len(targets[0].times), sqP50, sqP99, dyP50, dyP99, dyP50/max(sqP50, 1), dyP99/max(sqP99, 1))
 }

@@ -37,10 +37,11 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 func goTool(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return p
 }
 
 // findRIE looks on PATH, then in the Go bin directory `go install` writes to.
