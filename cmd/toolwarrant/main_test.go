@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
+	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -142,7 +146,11 @@ func TestWorkflowWithRugPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, _ := warrant.New(warrant.Config{Catalog: cat, Identity: "approver@example"})
+	key, err := keysigner.Load(filepath.Join(dir, "toolwarrant.db.logkey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: key}, Identity: "approver@example"})
 	if err := svc.Decide(t.Context(), warrant.Decision{Server: "wx", Tool: "get_forecast", Digest: digestOf(t, forecast), Kind: warrant.DecisionApproved}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +213,51 @@ func TestWorkflowWithRugPull(t *testing.T) {
 	}
 	if r := runCLI(t, dir, nil, "show", "wx", "nope"); r.code != 2 || !strings.Contains(r.stderr, `server "wx" has no tool "nope"`) {
 		t.Errorf("show of an unknown tool: %s", r)
+	}
+	testAuditLog(t, dir)
+}
+
+// testAuditLog checks the log the workflow left: 1 server, 3 crawls, 3 versions, 1
+// decision; verified from the catalog and from an export, and tampering caught.
+func testAuditLog(t *testing.T, dir string) {
+	r := runCLI(t, dir, nil, "audit", "verify", "--json")
+	var rep struct {
+		Entries  int
+		Head     warrant.AuditHead
+		Problems []struct{ Seq int64 }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Entries != 8 || len(rep.Problems) != 0 {
+		t.Fatalf("audit verify: %v %s", err, r)
+	}
+	head := fmt.Sprintf("%d:%s", rep.Head.Seq, rep.Head.Hash)
+	if r := runCLI(t, dir, nil, "audit", "verify", "--head", head); r.code != 0 || r.stdout != "ok: 8 entries verified, head "+head+"\n" {
+		t.Errorf("audit verify --head: %s", r)
+	}
+	exp := runCLI(t, dir, nil, "audit", "export")
+	writeFile(t, filepath.Join(dir, "audit.jsonl"), exp.stdout)
+	pub := runCLI(t, dir, nil, "audit", "key")
+	writeFile(t, filepath.Join(dir, "log.pub"), pub.stdout)
+	if r := runCLI(t, dir, nil, "audit", "verify", "--export", filepath.Join(dir, "audit.jsonl"), "--log-pub", filepath.Join(dir, "log.pub"), "--head", head); r.code != 0 {
+		t.Errorf("audit verify --export: %s", r)
+	}
+	// Drop the guard trigger by hand and change one entry's body: caught, at that entry.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "toolwarrant.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP TRIGGER audit_no_update; UPDATE audit SET body = CAST(replace(CAST(body AS TEXT), 'wx', 'wy') AS BLOB) WHERE seq = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, dir, nil, "audit", "verify"); r.code != 1 || !strings.HasPrefix(r.stdout, "entry 3: ") || !strings.Contains(r.stdout, "FAILED") {
+		t.Errorf("audit verify after tampering: %s", r)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -29,7 +32,7 @@ type app struct {
 	env  cli.Env
 	deps deps
 
-	flagCatalog, flagIdentity string
+	flagCatalog, flagIdentity, flagLogKey string
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {
@@ -63,8 +66,9 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
 	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flagCatalog, "catalog", "", "catalog `PATH` (env TOOLWARRANT_CATALOG; default ./toolwarrant.db)")
+	pf.StringVar(&a.flagLogKey, "log-key", "", "the log key `PATH` that signs every audit entry (env TOOLWARRANT_LOG_KEY; default: the catalog path + .logkey)")
 	pf.StringVar(&a.flagIdentity, "identity", "", "who this process acts as, recorded with every crawl and added server (env TOOLWARRANT_IDENTITY; default user@host)")
-	root.AddCommand(a.initCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(), a.versionCmd())
+	root.AddCommand(a.initCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(), a.auditCmd(), a.versionCmd())
 	return root
 }
 
@@ -93,6 +97,15 @@ func (a *app) settings(cmd *cobra.Command) (config.Toolwarrant, error) {
 	if cfg.Identity == "" {
 		cfg.Identity = a.deps.identity()
 	}
+	if cmd.Flags().Changed("log-key") {
+		cfg.LogKey = a.flagLogKey
+	}
+	if cfg.LogKey == "" {
+		cfg.LogKey = cfg.Catalog + ".logkey"
+	} else if !filepath.IsAbs(cfg.LogKey) {
+		wd, _ := a.deps.getwd()
+		cfg.LogKey = filepath.Join(wd, cfg.LogKey)
+	}
 	return cfg, nil
 }
 
@@ -106,7 +119,16 @@ func (a *app) open(ctx context.Context, cmd *cobra.Command, readOnly bool) (*sql
 	if err != nil {
 		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err) // the driver's message names the file and the fix
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Identity: cfg.Identity, Now: a.deps.now})
+	var auditor warrant.Auditor
+	if !readOnly {
+		key, err := keysigner.Load(cfg.LogKey)
+		if err != nil {
+			cat.Close()
+			return nil, nil, cfg, cli.Exit(cli.ExitUsage, fmt.Errorf("%v (the log key is created by 'toolwarrant init'; set --log-key or TOOLWARRANT_LOG_KEY if it lives elsewhere)", err))
+		}
+		auditor = &audit.Chainer{Signer: key}
+	}
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: auditor, Identity: cfg.Identity, Now: a.deps.now})
 	if err != nil {
 		cat.Close()
 		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err)
@@ -142,25 +164,39 @@ func (a *app) versionCmd() *cobra.Command {
 }
 
 func (a *app) initCmd() *cobra.Command {
-	return &cobra.Command{
+	var keyType string
+	c := &cobra.Command{
 		Use:   "init",
 		Short: "Create an empty catalog, readable and writable by you alone (mode 0600)",
 		Long: `Create an empty catalog at --catalog (else $TOOLWARRANT_CATALOG, else ./toolwarrant.db),
-with mode 0600. An existing file is never touched.` + exitCodes("the catalog was created", ""),
-		Example: "  toolwarrant init\n  toolwarrant --catalog /var/lib/toolwarrant/catalog.db init",
+and the log key that signs every audit entry (--log-key, else $TOOLWARRANT_LOG_KEY, else the
+catalog path + .logkey; an ECDSA P-256 key, or --key-type ed25519), both with mode 0600. An
+existing file is never touched.` + exitCodes("the catalog and the key were created", ""),
+		Example: "  toolwarrant init\n  toolwarrant --catalog /var/lib/toolwarrant/catalog.db init --key-type ed25519",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
 				return err
 			}
+			if _, err := os.Stat(cfg.LogKey); err == nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("log key %s already exists; nothing was changed", cfg.LogKey))
+			}
 			cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, Create: true})
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
 			defer cat.Close()
-			fmt.Fprintf(a.env.Stdout, "created catalog %s (mode 0600)\n", cat.Path())
+			key, err := keysigner.Create(cfg.LogKey, keysigner.Algorithm(keyType))
+			if err != nil {
+				cat.Close()
+				os.Remove(cfg.Catalog)
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			fmt.Fprintf(a.env.Stdout, "created catalog %s (mode 0600)\ncreated log key %s (mode 0600), key id %s\n", cat.Path(), cfg.LogKey, key.KeyID())
 			return nil
 		},
 	}
+	c.Flags().StringVar(&keyType, "key-type", "ecdsa-p256", "log key algorithm: ecdsa-p256 or ed25519")
+	return c
 }

@@ -28,6 +28,10 @@ type Toolwarrant struct {
 	// Catalog is TOOLWARRANT_CATALOG, the catalog file. Default "toolwarrant.db" in the
 	// working directory.
 	Catalog string
+	// LogKey is TOOLWARRANT_LOG_KEY, the private key file that signs every audit entry
+	// (created 0600 by toolwarrant init). Default "" (the CLI uses the catalog path with
+	// ".logkey" appended).
+	LogKey string
 	// Identity is TOOLWARRANT_IDENTITY, who this process acts as: recorded as the crawler
 	// of every observation and the adder of every server. Default "" (the CLI uses
 	// user@host).
@@ -45,7 +49,7 @@ type Toolwarrant struct {
 
 // LogValue logs the effective configuration (it holds no secret).
 func (c Toolwarrant) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("identity", c.Identity),
+	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("log_key", c.LogKey), slog.String("identity", c.Identity),
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
 		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes))
 }
@@ -59,6 +63,7 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 	if v := strings.TrimSpace(getenv("TOOLWARRANT_CATALOG")); v != "" {
 		c.Catalog = v
 	}
+	c.LogKey = strings.TrimSpace(getenv("TOOLWARRANT_LOG_KEY"))
 	c.Identity = strings.TrimSpace(getenv("TOOLWARRANT_IDENTITY"))
 	if strings.ContainsAny(c.Identity, "\r\n\t") {
 		errs = append(errs, errors.New("TOOLWARRANT_IDENTITY must be one line"))

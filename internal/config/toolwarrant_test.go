@@ -24,12 +24,12 @@ func TestLoadToolwarrantDefaults(t *testing.T) {
 }
 
 func TestLoadToolwarrantValues(t *testing.T) {
-	c, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CATALOG": "/srv/tw.db", "TOOLWARRANT_IDENTITY": "crawler@ci",
+	c, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CATALOG": "/srv/tw.db", "TOOLWARRANT_IDENTITY": "crawler@ci", "TOOLWARRANT_LOG_KEY": "/srv/tw.key",
 		"TOOLWARRANT_CRAWL_CONCURRENCY": "16", "TOOLWARRANT_CRAWL_TIMEOUT": "5s", "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "65536"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Catalog != "/srv/tw.db" || c.Identity != "crawler@ci" || c.CrawlConcurrency != 16 || c.CrawlTimeout != 5*time.Second || c.CrawlMaxResponseBytes != 65536 {
+	if c.Catalog != "/srv/tw.db" || c.LogKey != "/srv/tw.key" || c.Identity != "crawler@ci" || c.CrawlConcurrency != 16 || c.CrawlTimeout != 5*time.Second || c.CrawlMaxResponseBytes != 65536 {
 		t.Errorf("got %+v", c)
 	}
 }

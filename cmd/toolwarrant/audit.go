@@ -1,0 +1,259 @@
+package main
+
+import (
+	"crypto"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/keysigner"
+	"github.com/agentgate-dev/agentgate/internal/signer"
+	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+func (a *app) auditCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Export and verify the signed, hash-chained audit log",
+		Long: `Every server added, crawl observed, version recorded and decision made is an entry of the
+audit log, written in the same transaction as what it records: entry_hash = SHA-256(
+prev_hash || JCS(body)), signed by the log key.` + exitCodes("success", ""),
+		Example: "  toolwarrant audit verify --head 42:3f2a…\n  toolwarrant audit export > audit.jsonl",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd())
+	return c
+}
+
+// eachRecord calls fn for every audit record of the catalog, in order, in pages.
+func eachRecord(cmd *cobra.Command, cat *sqlitestore.Catalog, fn func(warrant.AuditRecord) error) error {
+	var after int64
+	for {
+		recs, err := cat.AuditRecords(cmd.Context(), after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+			after = r.Seq
+		}
+		if len(recs) < 1000 {
+			return nil
+		}
+	}
+}
+
+func (a *app) auditExportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "export",
+		Short: "Write the audit log as JSON Lines, one entry per line, for offline verification",
+		Long: `Write every audit entry, in order, as one JSON object per line: seq, type, actor, at,
+prevHash, hash, keyId, signature (base64) and body (the canonical body the hash covers).
+'toolwarrant audit verify --export FILE --log-pub PEM' verifies it without the catalog.` + exitCodes("written", ""),
+		Example: "  toolwarrant audit export > audit.jsonl",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cat, _, _, err := a.open(cmd.Context(), cmd, true)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			var batch []warrant.AuditRecord
+			err = eachRecord(cmd, cat, func(r warrant.AuditRecord) error {
+				batch = append(batch, r)
+				if len(batch) == 1000 {
+					err := audit.WriteExport(a.env.Stdout, batch)
+					batch = batch[:0]
+					return err
+				}
+				return nil
+			})
+			if err == nil {
+				err = audit.WriteExport(a.env.Stdout, batch)
+			}
+			return failed(err)
+		},
+	}
+}
+
+func (a *app) auditKeyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "key",
+		Short:   "Print the log key's ID and public key (PEM), to keep for offline verification",
+		Long:    "Print the log key's ID and its public key in PEM, for 'audit verify --log-pub'." + exitCodes("printed", ""),
+		Example: "  toolwarrant audit key > log-key.pub.pem",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.settings(cmd)
+			if err != nil {
+				return err
+			}
+			key, err := keysigner.Load(cfg.LogKey)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			der, err := x509.MarshalPKIXPublicKey(key.Public())
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			fmt.Fprintf(a.env.Stdout, "# key id %s\n", key.KeyID())
+			return pem.Encode(a.env.Stdout, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
+		},
+	}
+}
+
+// parseHead reads SEQ:HASH.
+func parseHead(s string) (*warrant.AuditHead, error) {
+	seq, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if !ok || err != nil || n < 1 || len(hash) != 64 {
+		return nil, fmt.Errorf("--head %q must be SEQ:HASH, such as 42:3f2a… (64 hex digits), as printed by a command that wrote to the log", s)
+	}
+	return &warrant.AuditHead{Seq: n, Hash: strings.ToLower(hash)}, nil
+}
+
+func readPublicKeys(path string) (map[string]crypto.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]crypto.PublicKey{}
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			break
+		}
+		if block.Type != "PUBLIC KEY" {
+			continue
+		}
+		pub, err := signer.ParsePublicKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		id, _ := signer.KeyIDOf(pub)
+		keys[id] = pub
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s holds no PEM PUBLIC KEY", path)
+	}
+	return keys, nil
+}
+
+func (a *app) auditVerifyCmd() *cobra.Command {
+	var export, logPub, head, trustRoot string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "verify",
+		Short: "Recompute every entry's hash and signature; catch altered, removed or reordered entries",
+		Long: `Recompute every audit entry's hash and check its log signature, from the catalog (opened
+read-only) or from an export (--export FILE). Every problem is reported with the sequence
+number of the entry it is at.
+
+Someone who holds the database and the log key can rewrite the history and sign it again
+so that it is consistent on its own. Keep the head (SEQ:HASH) and the trust root that
+commands print outside the database, and pass them: --head checks that the log still holds
+that entry with that hash, --trust-root that the trust list was initialised by that entry.
+
+The log's public key comes from --log-pub PEM (see 'toolwarrant audit key'), else from the
+log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
+		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.settings(cmd)
+			if err != nil {
+				return err
+			}
+			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot))}
+			if head != "" {
+				if opts.Head, err = parseHead(head); err != nil {
+					return cli.Usage(cmd, "%v", err)
+				}
+			}
+			if logPub != "" {
+				if opts.Keys, err = readPublicKeys(logPub); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+			} else {
+				key, err := keysigner.Load(cfg.LogKey)
+				if err != nil {
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("%v (or pass --log-pub with the log's public key)", err))
+				}
+				opts.Keys = map[string]crypto.PublicKey{key.KeyID(): key.Public()}
+			}
+			v := audit.NewVerifier(opts)
+			if export != "" {
+				f, err := os.Open(export)
+				if err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				defer f.Close()
+				recs, err := audit.ParseExport(io.Reader(f))
+				if err != nil {
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", export, err))
+				}
+				for _, r := range recs {
+					v.Add(r)
+				}
+			} else {
+				cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, ReadOnly: true})
+				if err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				defer cat.Close()
+				if err := eachRecord(cmd, cat, func(r warrant.AuditRecord) error { v.Add(r); return nil }); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				stored, err := cat.AuditHead(cmd.Context())
+				if err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				rep := v.Finish()
+				if stored != rep.Head {
+					rep.Problems = append(rep.Problems, audit.Problem{Seq: stored.Seq, Reason: fmt.Sprintf("the stored head (%d) is not the last entry (%d)", stored.Seq, rep.Head.Seq)})
+				}
+				return a.report(rep, v.TrustRoot(), asJSON)
+			}
+			return a.report(v.Finish(), v.TrustRoot(), asJSON)
+		},
+	}
+	c.Flags().StringVar(&export, "export", "", "verify this export `FILE` (JSON Lines) instead of the catalog")
+	c.Flags().StringVar(&logPub, "log-pub", "", "the log's public key(s), PEM `FILE` (default: from the log key file)")
+	c.Flags().StringVar(&head, "head", "", "a head you kept, `SEQ:HASH`: the log must still hold that entry with that hash")
+	c.Flags().StringVar(&trustRoot, "trust-root", "", "the trust root you kept (`HASH`): the log's trust list must start at that entry")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: entries, head, trustRoot, problems")
+	return c
+}
+
+func (a *app) report(rep audit.Report, root string, asJSON bool) error {
+	if asJSON {
+		if err := writeJSON(a.env.Stdout, map[string]any{"entries": rep.Entries, "head": rep.Head, "trustRoot": root, "problems": rep.Problems}); err != nil {
+			return err
+		}
+	} else if rep.OK() {
+		fmt.Fprintf(a.env.Stdout, "ok: %s verified, head %d:%s\n", count(rep.Entries, "entry"), rep.Head.Seq, rep.Head.Hash)
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(a.env.Stdout, "entry %d: %s\n", p.Seq, visible(p.Reason))
+		}
+		fmt.Fprintf(a.env.Stdout, "FAILED: %s in %s\n", count(len(rep.Problems), "problem"), count(rep.Entries, "entry"))
+	}
+	if !rep.OK() {
+		return cli.Found()
+	}
+	return nil
+}
+
+
