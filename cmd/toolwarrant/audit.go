@@ -255,5 +255,3 @@ func (a *app) report(rep audit.Report, root string, asJSON bool) error {
 	}
 	return nil
 }
-
-
