@@ -1,0 +1,189 @@
+package sshsig
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+const ns = "toolwarrant-approval"
+
+// keygen makes an unencrypted key with ssh-keygen and returns its path and public key.
+func keygen(t *testing.T, typ string) (string, PublicKey) {
+	t.Helper()
+	sk := testenv.LookPath(t, "ssh-keygen")
+	path := filepath.Join(t.TempDir(), "id_"+typ)
+	args := []string{"-q", "-t", typ, "-N", "", "-C", "alice@test", "-f", path}
+	if typ == "ecdsa" {
+		args = append(args, "-b", "256")
+	}
+	if out, err := exec.Command(sk, args...).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	line, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, comment, err := ParseAuthorizedKey(string(line))
+	if err != nil || comment != "alice@test" {
+		t.Fatalf("parse %s.pub: %v (comment %q)", path, err, comment)
+	}
+	return path, pub
+}
+
+// sshVerify runs ssh-keygen -Y verify and reports whether it accepted.
+func sshVerify(t *testing.T, pub PublicKey, message, sig []byte) (bool, string) {
+	t.Helper()
+	sk := testenv.LookPath(t, "ssh-keygen")
+	dir := t.TempDir()
+	allowed := filepath.Join(dir, "allowed_signers")
+	os.WriteFile(allowed, []byte(`alice namespaces="`+ns+`" `+pub.AuthorizedKey()+"\n"), 0o600)
+	sigFile := filepath.Join(dir, "statement.sig")
+	os.WriteFile(sigFile, sig, 0o600)
+	cmd := exec.Command(sk, "-Y", "verify", "-f", allowed, "-I", "alice", "-n", ns, "-s", sigFile)
+	cmd.Stdin = bytes.NewReader(message)
+	out, err := cmd.CombinedOutput()
+	return err == nil, string(out)
+}
+
+func TestSignVerifiedBySSHKeygen(t *testing.T) {
+	for _, typ := range []string{"ed25519", "ecdsa"} {
+		t.Run(typ, func(t *testing.T) {
+			path, pub := keygen(t, typ)
+			s, err := LoadKeyFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Public().Fingerprint() != pub.Fingerprint() {
+				t.Fatal("private and public key differ")
+			}
+			msg := []byte(`{"decision":"approved","digest":"sha256:00","server":"weather","tool":"get_forecast"}`)
+			sig, err := Sign(s, msg, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, out := sshVerify(t, pub, msg, sig); !ok {
+				t.Fatalf("ssh-keygen -Y verify refused our signature: %s", out)
+			}
+			tampered := bytes.Clone(msg)
+			tampered[len(tampered)-3] ^= 1
+			if ok, _ := sshVerify(t, pub, tampered, sig); ok {
+				t.Error("ssh-keygen -Y verify accepted the statement after one byte changed")
+			}
+			if got, err := Verify(sig, msg, ns); err != nil || got.Fingerprint() != pub.Fingerprint() {
+				t.Errorf("Verify: %v", err)
+			}
+			if _, err := Verify(sig, tampered, ns); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("Verify of a changed statement: %v", err)
+			}
+			if _, err := Verify(sig, msg, "other-namespace"); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("Verify in another namespace: %v", err)
+			}
+		})
+	}
+}
+
+func TestVerifySignatureMadeBySSHKeygen(t *testing.T) {
+	sk := testenv.LookPath(t, "ssh-keygen")
+	for _, typ := range []string{"ed25519", "ecdsa"} {
+		path, pub := keygen(t, typ)
+		msgFile := filepath.Join(t.TempDir(), "statement.json")
+		msg := []byte(`{"hello":"world"}`)
+		os.WriteFile(msgFile, msg, 0o600)
+		if out, err := exec.Command(sk, "-Y", "sign", "-f", path, "-n", ns, msgFile).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen -Y sign: %v\n%s", err, out)
+		}
+		sig, _ := os.ReadFile(msgFile + ".sig")
+		got, err := Verify(sig, msg, ns)
+		if err != nil || got.Fingerprint() != pub.Fingerprint() {
+			t.Errorf("%s: Verify(ssh-keygen's signature) = %v", typ, err)
+		}
+	}
+}
+
+func TestAgentSigner(t *testing.T) {
+	agentBin := testenv.LookPath(t, "ssh-agent")
+	addBin := testenv.LookPath(t, "ssh-add")
+	path, pub := keygen(t, "ed25519")
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agent := exec.Command(agentBin, "-D", "-a", sock)
+	stderr, _ := agent.StderrPipe()
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = agent.Process.Kill() // by PID, the agent this test started
+		_ = agent.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ssh-agent did not create its socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	add := exec.Command(addBin, "-q", path)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v %s", err, out)
+	}
+	s, err := AgentSigner(sock, &pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("statement")
+	sig, err := Sign(s, msg, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, out := sshVerify(t, pub, msg, sig); !ok {
+		t.Errorf("ssh-keygen refused the agent's signature: %s", out)
+	}
+	_, other := keygen(t, "ecdsa")
+	if _, err := AgentSigner(sock, &other); err == nil || !strings.Contains(err.Error(), "does not hold") {
+		t.Errorf("agent without the key: %v", err)
+	}
+}
+
+func TestEncryptedKeyRefused(t *testing.T) {
+	sk := testenv.LookPath(t, "ssh-keygen")
+	path := filepath.Join(t.TempDir(), "id")
+	if out, err := exec.Command(sk, "-q", "-t", "ed25519", "-N", "secret passphrase", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if _, err := LoadKeyFile(path); err == nil || !strings.Contains(err.Error(), "ssh-agent") {
+		t.Errorf("encrypted key: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(armorBegin + "\nU1NIU0lHAAAAAQ==\n" + armorEnd))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sig, err := Parse(data)
+		if err != nil {
+			return
+		}
+		// Whatever parses has a key that re-parses from its blob.
+		if _, err := ParsePublicKey(sig.PublicKey.Blob); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = Verify(data, []byte("m"), sig.Namespace)
+	})
+}
