@@ -53,7 +53,7 @@ func mpint(n *big.Int) []byte {
 	return b
 }
 
-// LoadKeyFile reads an unencrypted OpenSSH private key (as made by `ssh-keygen -N ''`).
+// LoadKeyFile reads an unencrypted OpenSSH private key (as made by `ssh-keygen -N ”`).
 // A passphrase-protected key is refused: load it into ssh-agent and use the agent.
 func LoadKeyFile(path string) (Signer, error) {
 	b, err := os.ReadFile(path)
