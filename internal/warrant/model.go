@@ -195,6 +195,15 @@ type Decision struct {
 	AcceptedSuspicious bool
 	// Note is free text from the decider.
 	Note string
+	// Statement and Signature are the decider's signed statement (canonical JSON) and
+	// their OpenSSH signature over it (armored). They are stored in the audit entry, which
+	// covers them with its hash; the port does not interpret them.
+	Statement []byte
+	Signature []byte
+	// ReadHead, when set, is the audit head the decider read (and signed): the decision is
+	// written only if it is still the head, so nobody approves against a log they have not
+	// seen. Nil chains from whatever the head is.
+	ReadHead *AuditHead
 }
 
 // Approval is a tool's current approved digest.

@@ -68,6 +68,12 @@ func (s *Service) audited(ctx context.Context, op string, prepare func() ([]Even
 }
 
 func (s *Service) auditedN(ctx context.Context, op string, attempts int, prepare func() ([]Event, error), write func(AuditAppend) error) error {
+	return s.auditedFrom(ctx, op, attempts, nil, prepare, write)
+}
+
+// auditedFrom is audited with the records chained from head when it is set (no retry:
+// a moved head is the caller's ErrConflict).
+func (s *Service) auditedFrom(ctx context.Context, op string, attempts int, from *AuditHead, prepare func() ([]Event, error), write func(AuditAppend) error) error {
 	var err error
 	for range attempts {
 		var events []Event
@@ -79,6 +85,13 @@ func (s *Service) auditedN(ctx context.Context, op string, attempts int, prepare
 			head, err := s.cat.AuditHead(ctx)
 			if err != nil {
 				return fmt.Errorf("%s: %w", op, err)
+			}
+			if from != nil {
+				if head != *from {
+					return fmt.Errorf("%s: %w: the audit log moved on since it was read (it was at %d, it is now at %d); read again and decide again",
+						op, ErrConflict, from.Seq, head.Seq)
+				}
+				head = *from
 			}
 			recs, err := s.auditor.Chain(ctx, head, events)
 			if err != nil {
@@ -622,9 +635,55 @@ func (s *Service) Decide(ctx context.Context, d Decision) error {
 	}
 	// One attempt: a conflict means the approval or the audit head moved since the decider
 	// read them, and the decider must read again rather than have us decide for them.
-	return s.auditedN(ctx, "record decision", 1, func() ([]Event, error) {
-		return []Event{{Type: string(d.Kind), Actor: d.Actor, At: d.At, Body: mustJSON(map[string]any{
-			"server": d.Server, "tool": d.Tool, "digest": d.Digest, "expect": d.Expect,
-			"acceptedSuspicious": d.AcceptedSuspicious, "note": d.Note})}}, nil
+	return s.auditedFrom(ctx, "record decision", 1, d.ReadHead, func() ([]Event, error) {
+		body := map[string]any{"server": d.Server, "tool": d.Tool, "digest": d.Digest, "expect": d.Expect,
+			"acceptedSuspicious": d.AcceptedSuspicious, "note": d.Note}
+		if len(d.Statement) > 0 {
+			if !json.Valid(d.Statement) {
+				return nil, fmt.Errorf("%w: the decision's statement is not JSON", ErrInvalid)
+			}
+			body["statement"] = json.RawMessage(d.Statement)
+			body["signature"] = string(d.Signature)
+		}
+		return []Event{{Type: string(d.Kind), Actor: d.Actor, At: d.At, Body: mustJSON(body)}}, nil
 	}, func(a AuditAppend) error { return s.cat.Decide(ctx, d, a) })
+}
+
+// RecordEvent appends one event that accompanies no other write (a trust list change),
+// chained from head, which must still be the audit head (ErrConflict otherwise). It needs
+// an Auditor.
+func (s *Service) RecordEvent(ctx context.Context, e Event, head AuditHead) error {
+	if s.auditor == nil {
+		return errors.New("record event: no audit log key configured")
+	}
+	if e.At.IsZero() {
+		e.At = s.clock()
+	}
+	if e.Actor == "" {
+		e.Actor = s.identity
+	}
+	return s.auditedFrom(ctx, "record "+e.Type, 1, &head, func() ([]Event, error) { return []Event{e}, nil },
+		func(a AuditAppend) error { return s.cat.AppendAudit(ctx, a) })
+}
+
+// ObservedBy returns, sorted, every identity that recorded a crawl of server in which
+// tool had digest d: who may not approve d (separation of duties).
+func (s *Service) ObservedBy(ctx context.Context, server, tool string, d Digest) ([]string, error) {
+	srv, err := s.cat.Server(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for seq := int64(1); seq <= srv.LastCrawl; seq++ {
+		c, err := s.cat.Crawl(ctx, server, seq)
+		if err != nil {
+			return nil, err
+		}
+		i, found := slices.BinarySearchFunc(c.Observations, tool, func(o Observation, t string) int { return strings.Compare(o.Tool, t) })
+		if found && c.Observations[i].Digest == d && !slices.Contains(out, c.By) {
+			out = append(out, c.By)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
