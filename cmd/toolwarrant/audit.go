@@ -3,10 +3,12 @@ package main
 import (
 	"crypto"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/signer"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -31,7 +34,7 @@ prev_hash || JCS(body)), signed by the log key.` + exitCodes("success", ""),
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd())
+	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd())
 	return c
 }
 
@@ -159,8 +162,9 @@ func (a *app) auditVerifyCmd() *cobra.Command {
 		Use:   "verify",
 		Short: "Recompute every entry's hash and signature; catch altered, removed or reordered entries",
 		Long: `Recompute every audit entry's hash and check its log signature, from the catalog (opened
-read-only) or from an export (--export FILE). Every problem is reported with the sequence
-number of the entry it is at.
+read-only) or from an export (--export FILE), and every person's signature on a decision
+or trust change against the trust list as it stood at that point of the chain. Every
+problem is reported with the sequence number of the entry it is at.
 
 Someone who holds the database and the log key can rewrite the history and sign it again
 so that it is consistent on its own. Keep the head (SEQ:HASH) and the trust root that
@@ -176,7 +180,8 @@ log key file.` + exitCodes("the log verified", "problems were found (listed, wit
 			if err != nil {
 				return err
 			}
-			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot))}
+			var st trust.State
+			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot)), Check: st.Step}
 			if head != "" {
 				if opts.Head, err = parseHead(head); err != nil {
 					return cli.Usage(cmd, "%v", err)
@@ -254,4 +259,85 @@ func (a *app) report(rep audit.Report, root string, asJSON bool) error {
 		return cli.Found()
 	}
 	return nil
+}
+
+func (a *app) auditStatementCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "statement SEQ --out DIR",
+		Short: "Export the signed statement of a decision, to check it with ssh-keygen -Y verify",
+		Long: `Write the statement a person signed for audit entry SEQ (a decision or a trust change), its
+SSH signature and the trust list of that point as an allowed_signers file into DIR, and print
+the ssh-keygen command that verifies them without toolwarrant.` + exitCodes("written", ""),
+		Example: "  toolwarrant audit statement 12 --out /tmp/approval-12",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			seq, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || seq < 1 || out == "" {
+				return cli.Usage(cmd, "give an entry number and --out DIR")
+			}
+			cat, _, _, err := a.open(cmd.Context(), cmd, true)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			var st trust.State
+			var found *warrant.AuditRecord
+			var list trust.List
+			err = eachRecord(cmd, cat, func(r warrant.AuditRecord) error {
+				if r.Seq > seq || found != nil {
+					return nil
+				}
+				var body struct {
+					Event json.RawMessage `json:"event"`
+				}
+				_ = json.Unmarshal(r.Body, &body)
+				if r.Seq == seq {
+					rc := r
+					found = &rc
+					if st.List != nil {
+						list = *st.List
+					}
+					var ev struct {
+						Statement json.RawMessage `json:"statement"`
+						Signature string          `json:"signature"`
+					}
+					if json.Unmarshal(body.Event, &ev) != nil || len(ev.Statement) == 0 {
+						return fmt.Errorf("audit entry %d (%s) carries no signed statement", seq, r.Type)
+					}
+					s, err := trust.ParseStatement(ev.Statement)
+					if err != nil {
+						return err
+					}
+					ns := trust.NamespaceApproval
+					if s.Type == trust.TypeTrust {
+						ns = trust.NamespaceTrust
+					}
+					if err := os.MkdirAll(out, 0o700); err != nil {
+						return err
+					}
+					files := map[string][]byte{"statement.json": ev.Statement, "statement.sig": []byte(ev.Signature), "allowed_signers": []byte(list.AllowedSigners(ns))}
+					for name, b := range files {
+						if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+							return err
+						}
+					}
+					fmt.Fprintf(a.env.Stdout, "ssh-keygen -Y verify -f %s -I %s -n %s -s %s < %s\n",
+						filepath.Join(out, "allowed_signers"), s.Signer, ns, filepath.Join(out, "statement.sig"), filepath.Join(out, "statement.json"))
+					return nil
+				}
+				st.Step(r, body.Event)
+				return nil
+			})
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			if found == nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("there is no audit entry %d", seq))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "the `DIR` to write statement.json, statement.sig and allowed_signers into")
+	return c
 }

@@ -10,16 +10,15 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
-	"github.com/agentgate-dev/agentgate/internal/keysigner"
-	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -141,20 +140,29 @@ func TestWorkflowWithRugPull(t *testing.T) {
 		t.Errorf("before the rug pull: %+v", fc)
 	}
 
-	// A person approves the original (part 2 does this with signatures; here, directly).
-	cat, err := sqlitestore.OpenCatalog(t.Context(), sqlitestore.CatalogConfig{Path: filepath.Join(dir, "toolwarrant.db")})
-	if err != nil {
-		t.Fatal(err)
+	// A trusted person approves the original, with a key made by ssh-keygen.
+	approver := sshKey(t, dir, "approver")
+	crawlerKey := sshKey(t, dir, "crawler")
+	r = runCLI(t, dir, nil, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	if r.code != 0 || !strings.Contains(r.stdout, "trust root: ") {
+		t.Fatalf("trust init: %s", r)
 	}
-	key, err := keysigner.Load(filepath.Join(dir, "toolwarrant.db.logkey"))
-	if err != nil {
-		t.Fatal(err)
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_forecast", "--hash", string(digestOf(t, forecast)), "--sign-key", crawlerKey); r.code != 2 || !strings.Contains(r.stderr, "not on the trust list") {
+		t.Errorf("approve with an untrusted key: %s", r)
 	}
-	svc, _ := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: key}, Identity: "approver@example"})
-	if err := svc.Decide(t.Context(), warrant.Decision{Server: "wx", Tool: "get_forecast", Digest: digestOf(t, forecast), Kind: warrant.DecisionApproved}); err != nil {
-		t.Fatal(err)
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_forecast", "--hash", "sha256:"+strings.Repeat("0", 64), "--sign-key", approver); r.code != 2 || !strings.Contains(r.stderr, "not a recorded version") {
+		t.Errorf("approve an unknown digest: %s", r)
 	}
-	cat.Close()
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_forecast", "--hash", string(digestOf(t, forecast)), "--sign-key", approver); r.code != 0 || !strings.HasPrefix(r.stdout, "approved wx get_forecast "+string(digestOf(t, forecast))+" as approver@example") {
+		t.Fatalf("approve: %s", r)
+	}
+	// The crawling identity is trusted too, but cannot approve what it crawled.
+	if r := runCLI(t, dir, nil, "trust", "add", "--ssh-key", crawlerKey+".pub", "--principal", "tester@example", "--sign-key", approver); r.code != 0 {
+		t.Fatalf("trust add: %s", r)
+	}
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_alerts", "--hash", string(digestOf(t, alerts)), "--sign-key", crawlerKey); r.code != 2 || !strings.Contains(r.stderr, "separation of duties") {
+		t.Errorf("approve by the crawler: %s", r)
+	}
 	if r := runCLI(t, dir, nil, "list"); r.code != 0 || !strings.Contains(r.stdout, "wx      get_forecast  APPROVED  "+digestOf(t, forecast).Short()) {
 		t.Errorf("list after approval: %s", r)
 	}
@@ -214,11 +222,82 @@ func TestWorkflowWithRugPull(t *testing.T) {
 	if r := runCLI(t, dir, nil, "show", "wx", "nope"); r.code != 2 || !strings.Contains(r.stderr, `server "wx" has no tool "nope"`) {
 		t.Errorf("show of an unknown tool: %s", r)
 	}
+	// The rugged version is suspicious: approving it needs --accept-suspicious, recorded.
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_forecast", "--hash", string(digestOf(t, rugged)), "--sign-key", approver); r.code != 2 || !strings.Contains(r.stderr, "--accept-suspicious") {
+		t.Errorf("approve a suspicious version: %s", r)
+	}
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_forecast", "--hash", string(digestOf(t, rugged)), "--sign-key", approver, "--accept-suspicious"); r.code != 0 {
+		t.Fatalf("approve --accept-suspicious: %s", r)
+	}
+	if fc := listRows(t, dir)["wx/get_forecast"]; fc.State != warrant.StateApproved || fc.Approved != digestOf(t, rugged) {
+		t.Errorf("after approving the new version: %+v", fc)
+	}
+	if r := runCLI(t, dir, nil, "rollback", "wx", "get_forecast", "--to", string(digestOf(t, forecast)), "--sign-key", approver); r.code != 0 {
+		t.Fatalf("rollback: %s", r)
+	}
+	if fc := listRows(t, dir)["wx/get_forecast"]; fc.State != warrant.StateDrift || fc.Approved != digestOf(t, forecast) {
+		t.Errorf("after the rollback: %+v", fc)
+	}
+	if r := runCLI(t, dir, nil, "rollback", "wx", "get_alerts", "--to", string(digestOf(t, alerts)), "--sign-key", approver); r.code != 2 || !strings.Contains(r.stderr, "not an earlier approved digest") {
+		t.Errorf("rollback to a never-approved digest: %s", r)
+	}
+	testStatementVerifiesWithSSHKeygen(t, dir)
 	testAuditLog(t, dir)
 }
 
-// testAuditLog checks the log the workflow left: 1 server, 3 crawls, 3 versions, 1
-// decision; verified from the catalog and from an export, and tampering caught.
+// sshKey makes an unencrypted ed25519 key with ssh-keygen in dir and returns its path.
+func sshKey(t *testing.T, dir, name string) string {
+	t.Helper()
+	sk := testenv.LookPath(t, "ssh-keygen")
+	path := filepath.Join(dir, name)
+	if out, err := exec.Command(sk, "-q", "-t", "ed25519", "-N", "", "-C", name+"@example", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	return path
+}
+
+// testStatementVerifiesWithSSHKeygen exports the first approval's statement and checks it
+// with ssh-keygen -Y verify, before and after one byte of it changes.
+func testStatementVerifiesWithSSHKeygen(t *testing.T, dir string) {
+	r := runCLI(t, dir, nil, "audit", "export")
+	seq := ""
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, `"type":"approved"`) {
+			var e struct{ Seq int64 }
+			json.Unmarshal([]byte(line), &e)
+			seq = fmt.Sprint(e.Seq)
+			break
+		}
+	}
+	out := filepath.Join(dir, "stmt")
+	r = runCLI(t, dir, nil, "audit", "statement", seq, "--out", out)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ssh-keygen -Y verify -f ") {
+		t.Fatalf("audit statement: %s", r)
+	}
+	verify := func() error {
+		cmd := exec.Command(testenv.LookPath(t, "ssh-keygen"), "-Y", "verify", "-f", filepath.Join(out, "allowed_signers"), "-I", "approver@example",
+			"-n", "toolwarrant-approval", "-s", filepath.Join(out, "statement.sig"))
+		stmt, _ := os.ReadFile(filepath.Join(out, "statement.json"))
+		cmd.Stdin = bytes.NewReader(stmt)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, b)
+		}
+		return nil
+	}
+	if err := verify(); err != nil {
+		t.Fatalf("ssh-keygen -Y verify refused the exported approval: %v", err)
+	}
+	stmt, _ := os.ReadFile(filepath.Join(out, "statement.json"))
+	stmt[10] ^= 1
+	os.WriteFile(filepath.Join(out, "statement.json"), stmt, 0o644)
+	if err := verify(); err == nil {
+		t.Error("ssh-keygen -Y verify accepted the statement after one byte changed")
+	}
+}
+
+// testAuditLog checks the log the workflow left: 1 server, 3 crawls, 3 versions, 2
+// trust changes, 3 decisions; verified from the catalog and from an export, and
+// tampering caught.
 func testAuditLog(t *testing.T, dir string) {
 	r := runCLI(t, dir, nil, "audit", "verify", "--json")
 	var rep struct {
@@ -226,11 +305,11 @@ func testAuditLog(t *testing.T, dir string) {
 		Head     warrant.AuditHead
 		Problems []struct{ Seq int64 }
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Entries != 8 || len(rep.Problems) != 0 {
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Entries != 12 || len(rep.Problems) != 0 {
 		t.Fatalf("audit verify: %v %s", err, r)
 	}
 	head := fmt.Sprintf("%d:%s", rep.Head.Seq, rep.Head.Hash)
-	if r := runCLI(t, dir, nil, "audit", "verify", "--head", head); r.code != 0 || r.stdout != "ok: 8 entries verified, head "+head+"\n" {
+	if r := runCLI(t, dir, nil, "audit", "verify", "--head", head); r.code != 0 || r.stdout != "ok: 12 entries verified, head "+head+"\n" {
 		t.Errorf("audit verify --head: %s", r)
 	}
 	exp := runCLI(t, dir, nil, "audit", "export")

@@ -68,7 +68,9 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
 	pf.StringVar(&a.flagCatalog, "catalog", "", "catalog `PATH` (env TOOLWARRANT_CATALOG; default ./toolwarrant.db)")
 	pf.StringVar(&a.flagLogKey, "log-key", "", "the log key `PATH` that signs every audit entry (env TOOLWARRANT_LOG_KEY; default: the catalog path + .logkey)")
 	pf.StringVar(&a.flagIdentity, "identity", "", "who this process acts as, recorded with every crawl and added server (env TOOLWARRANT_IDENTITY; default user@host)")
-	root.AddCommand(a.initCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(), a.auditCmd(), a.versionCmd())
+	root.AddCommand(a.initCmd(), a.trustCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(),
+		a.decideCmd(warrant.DecisionApproved), a.decideCmd(warrant.DecisionRejected), a.decideCmd(warrant.DecisionRolledBack),
+		a.auditCmd(), a.versionCmd())
 	return root
 }
 

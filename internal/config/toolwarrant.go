@@ -32,6 +32,9 @@ type Toolwarrant struct {
 	// (created 0600 by toolwarrant init). Default "" (the CLI uses the catalog path with
 	// ".logkey" appended).
 	LogKey string
+	// SSHAuthSock is SSH_AUTH_SOCK, the ssh-agent socket used by --agent to sign approvals
+	// and trust changes. Default "" (no agent).
+	SSHAuthSock string
 	// Identity is TOOLWARRANT_IDENTITY, who this process acts as: recorded as the crawler
 	// of every observation and the adder of every server. Default "" (the CLI uses
 	// user@host).
@@ -64,6 +67,7 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 		c.Catalog = v
 	}
 	c.LogKey = strings.TrimSpace(getenv("TOOLWARRANT_LOG_KEY"))
+	c.SSHAuthSock = strings.TrimSpace(getenv("SSH_AUTH_SOCK"))
 	c.Identity = strings.TrimSpace(getenv("TOOLWARRANT_IDENTITY"))
 	if strings.ContainsAny(c.Identity, "\r\n\t") {
 		errs = append(errs, errors.New("TOOLWARRANT_IDENTITY must be one line"))

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/keysigner"
+	"github.com/agentgate-dev/agentgate/internal/trust"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+func logKeyID(cfg config.Toolwarrant) (string, error) {
+	k, err := keysigner.Load(cfg.LogKey)
+	if err != nil {
+		return "", cli.Exit(cli.ExitUsage, err)
+	}
+	return k.KeyID(), nil
+}
+
+func (a *app) decideCmd(kind warrant.DecisionKind) *cobra.Command {
+	var digest, note string
+	var accept bool
+	var sf signingFlags
+	use, flag, short, long := "approve SERVER TOOL --hash DIGEST", "hash", "", ""
+	switch kind {
+	case warrant.DecisionApproved:
+		short = "Approve one exact digest of a tool, signed with your SSH key"
+		long = `Approve one exact version of a tool: DIGEST becomes the tool's one approved digest. The
+statement you sign names the server, the tool, the digest, the decision and the audit head
+you read; it is recorded, with your signature, in the same transaction as the approval.
+
+Refused: a digest that is not a recorded version of the tool; a key not on the trust list;
+an approver whose identity crawled that digest (separation of duties: crawl as another
+identity); a version with suspicious text unless --accept-suspicious (recorded); and a log
+that moved on since you read it (read again and sign again).`
+	case warrant.DecisionRejected:
+		use = "reject SERVER TOOL --hash DIGEST"
+		short = "Reject one exact digest of a tool (if it was approved, the tool has none)"
+		long = "Reject one exact version of a tool, signed like approve. Rejecting the approved digest leaves the tool with no approved digest."
+	case warrant.DecisionRolledBack:
+		use, flag = "rollback SERVER TOOL --to DIGEST", "to"
+		short = "Make an earlier approved digest the approved one again"
+		long = "Roll a tool back to a digest that was approved before, signed like approve."
+	}
+	c := &cobra.Command{
+		Use:     use + " (--sign-key FILE | --agent)",
+		Short:   short,
+		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
+		Example: fmt.Sprintf("  toolwarrant %s weather get_forecast --%s sha256:3f2a… --sign-key ~/.ssh/id_ed25519", kind2cmd(kind), flag),
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server, tool := args[0], args[1]
+			d, err := warrant.ParseDigest(digest)
+			if err != nil {
+				return cli.Usage(cmd, "--%s: %v", flag, err)
+			}
+			ctx := cmd.Context()
+			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			signer, err := sf.signer(cmd, cfg)
+			if err != nil {
+				return err
+			}
+			st, head, err := trustState(ctx, cat)
+			if err != nil {
+				return failed(err)
+			}
+			if st.List == nil {
+				return cli.Exit(cli.ExitUsage, errors.New("there is no trust list: run 'toolwarrant trust init --ssh-key PUB' first"))
+			}
+			me, ok := st.List.ByFingerprint(signer.Public().Fingerprint())
+			if !ok {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("key %s is not on the trust list, so it cannot decide (see 'toolwarrant trust list')", signer.Public().Fingerprint()))
+			}
+			if _, err := svc.Show(ctx, server, tool, ""); err != nil {
+				return failed(err)
+			}
+			view, err := svc.Show(ctx, server, tool, string(d))
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: %s is not a recorded version of this tool", server, tool, d))
+			}
+			if view.Inspection.Suspicious() && !accept && kind != warrant.DecisionRejected {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q version %s has %s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)",
+					server, visible(tool), d.Short(), visible(view.Inspection.Summary()), kind2cmd(kind)))
+			}
+			if kind != warrant.DecisionRejected {
+				crawled, err := svc.ObservedBy(ctx, server, tool, d)
+				if err != nil {
+					return failed(err)
+				}
+				if slices.Contains(crawled, me.Principal) {
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s crawled this digest, so %s cannot approve it too (separation of duties): another trusted person must", me.Principal, me.Principal))
+				}
+			}
+			current := warrant.Digest("")
+			recs, err := cat.Tools(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			for _, r := range recs {
+				if r.Server == server && r.Tool == tool {
+					current = r.Approved
+				}
+			}
+			switch kind {
+			case warrant.DecisionApproved:
+				if current == d {
+					fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
+					return nil
+				}
+			case warrant.DecisionRolledBack:
+				decs, err := cat.Decisions(ctx, server, tool)
+				if err != nil {
+					return failed(err)
+				}
+				was := slices.ContainsFunc(decs, func(x warrant.Decision) bool {
+					return x.Digest == d && (x.Kind == warrant.DecisionApproved || x.Kind == warrant.DecisionRolledBack)
+				})
+				if !was || current == d {
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: %s is not an earlier approved digest to roll back to", server, tool, d.Short()))
+				}
+			}
+			now := a.deps.now()
+			stmt := trust.NewDecision(kind, server, tool, d, accept && view.Inspection.Suspicious(), me.Principal, head, now)
+			sb, sig, err := trust.Sign(stmt, signer)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: d, Kind: kind, Actor: me.Principal, At: now,
+				Expect: current, AcceptedSuspicious: stmt.AcceptedSuspicious, Note: note, Statement: sb, Signature: sig, ReadHead: &head})
+			if err != nil {
+				return decisionFailed(err)
+			}
+			h, _ := cat.AuditHead(ctx)
+			fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", kind, server, visible(tool), d, me.Principal, h.Seq, h.Seq, h.Hash)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&digest, flag, "", "the exact `DIGEST` (sha256:…, all 64 hex digits)")
+	c.Flags().BoolVar(&accept, "accept-suspicious", false, "decide although the version has suspicious text (recorded in the signed statement)")
+	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
+	sf.add(c)
+	return c
+}
+
+func kind2cmd(k warrant.DecisionKind) string {
+	switch k {
+	case warrant.DecisionRejected:
+		return "reject"
+	case warrant.DecisionRolledBack:
+		return "rollback"
+	}
+	return "approve"
+}

@@ -1,0 +1,323 @@
+// Package trust is toolwarrant's operator trust list and the statements people sign:
+// which SSH keys may approve, reject or roll back tool definitions, kept as signed records
+// inside the audit chain, and the checks `audit verify` applies to every human decision
+// against the trust list as it stood at that point of the chain.
+//
+// A statement is RFC 8785 canonical JSON, signed with OpenSSH's SSHSIG (internal/sshsig)
+// in namespace "toolwarrant-approval" (decisions) or "toolwarrant-trust" (trust list
+// changes). It names the audit head the signer read, so a signature cannot be replayed
+// onto another state of the log, and `ssh-keygen -Y verify` can check it from the
+// exported statement and an allowed_signers file.
+package trust
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/canon"
+	"github.com/agentgate-dev/agentgate/internal/sshsig"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// Namespaces and statement types.
+const (
+	NamespaceApproval = "toolwarrant-approval"
+	NamespaceTrust    = "toolwarrant-trust"
+	TypeDecision      = "toolwarrant-decision/v1"
+	TypeTrust         = "toolwarrant-trust/v1"
+	// EventTrustChanged is the audit entry type of trust list changes.
+	EventTrustChanged = "trust_changed"
+)
+
+// Key is one trusted key.
+type Key struct {
+	// Principal is the person's identity, as in an allowed_signers file.
+	Principal string `json:"principal"`
+	// Key is the public key as an authorized_keys line without comment.
+	Key string `json:"key"`
+	// Fingerprint is its SHA256 fingerprint, as ssh-keygen -l prints it.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// List is the trust list, sorted by principal then fingerprint.
+type List struct {
+	Keys []Key `json:"keys"`
+}
+
+// ByFingerprint returns the key with fingerprint fp.
+func (l List) ByFingerprint(fp string) (Key, bool) {
+	for _, k := range l.Keys {
+		if k.Fingerprint == fp {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// AllowedSigners renders the list as an ssh-keygen allowed_signers file for namespace.
+func (l List) AllowedSigners(namespace string) string {
+	var b strings.Builder
+	for _, k := range l.Keys {
+		fmt.Fprintf(&b, "%s namespaces=%q %s\n", k.Principal, namespace, k.Key)
+	}
+	return b.String()
+}
+
+func (l List) sorted() List {
+	out := List{Keys: slices.Clone(l.Keys)}
+	slices.SortFunc(out.Keys, func(a, b Key) int {
+		if c := strings.Compare(a.Principal, b.Principal); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Fingerprint, b.Fingerprint)
+	})
+	if out.Keys == nil {
+		out.Keys = []Key{}
+	}
+	return out
+}
+
+// NewKey parses an authorized_keys line and checks the principal.
+func NewKey(principal, authorizedKey string) (Key, error) {
+	principal = strings.TrimSpace(principal)
+	if principal == "" || strings.ContainsAny(principal, " \t\r\n\",*?!") {
+		return Key{}, fmt.Errorf("principal %q: use one word such as alice@example.com (no spaces, quotes or wildcards)", principal)
+	}
+	pub, _, err := sshsig.ParseAuthorizedKey(authorizedKey)
+	if err != nil {
+		return Key{}, err
+	}
+	return Key{Principal: principal, Key: pub.AuthorizedKey(), Fingerprint: pub.Fingerprint()}, nil
+}
+
+// Statement is what a person signs.
+type Statement struct {
+	Type string `json:"type"`
+	// Decisions.
+	Decision           warrant.DecisionKind `json:"decision,omitempty"`
+	Server             string               `json:"server,omitempty"`
+	Tool               string               `json:"tool,omitempty"`
+	Digest             warrant.Digest       `json:"digest,omitempty"`
+	AcceptedSuspicious bool                 `json:"acceptedSuspicious,omitempty"`
+	// Trust changes: Action is add or remove, Subject the key added or removed.
+	Action  string `json:"action,omitempty"`
+	Subject *Key   `json:"subject,omitempty"`
+	// Signer is the signer's principal; AuditHead the head they read; At when they signed.
+	Signer    string            `json:"signer"`
+	AuditHead warrant.AuditHead `json:"auditHead"`
+	At        string            `json:"at"`
+}
+
+// Bytes returns the statement's canonical JSON, the bytes that are signed.
+func (s Statement) Bytes() ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return canon.Transform(b)
+}
+
+// NewDecision builds the statement for a decision.
+func NewDecision(kind warrant.DecisionKind, server, tool string, d warrant.Digest, accepted bool, signer string, head warrant.AuditHead, at time.Time) Statement {
+	return Statement{Type: TypeDecision, Decision: kind, Server: server, Tool: tool, Digest: d, AcceptedSuspicious: accepted,
+		Signer: signer, AuditHead: head, At: at.UTC().Format(time.RFC3339)}
+}
+
+// ParseStatement reads a statement strictly (canonical JSON, known fields only).
+func ParseStatement(b []byte) (Statement, error) {
+	c, err := canon.Transform(b)
+	if err != nil || string(c) != string(b) {
+		return Statement{}, errors.New("statement is not canonical JSON")
+	}
+	var s Statement
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&s); err != nil {
+		return Statement{}, fmt.Errorf("statement: %v", err)
+	}
+	if s.Type != TypeDecision && s.Type != TypeTrust {
+		return Statement{}, fmt.Errorf("statement type %q", s.Type)
+	}
+	return s, nil
+}
+
+// Sign signs the statement with key and returns its bytes and the armored signature.
+func Sign(s Statement, key sshsig.Signer) (statement, signature []byte, err error) {
+	b, err := s.Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := NamespaceApproval
+	if s.Type == TypeTrust {
+		ns = NamespaceTrust
+	}
+	sig, err := sshsig.Sign(key, b, ns)
+	return b, sig, err
+}
+
+// Check verifies a signed statement against list: the signature verifies in the
+// statement's namespace, by a key on the list whose principal is the statement's signer.
+func Check(list List, statement, signature []byte) (Statement, Key, error) {
+	s, err := ParseStatement(statement)
+	if err != nil {
+		return s, Key{}, err
+	}
+	ns := NamespaceApproval
+	if s.Type == TypeTrust {
+		ns = NamespaceTrust
+	}
+	pub, err := sshsig.Verify(signature, statement, ns)
+	if err != nil {
+		return s, Key{}, err
+	}
+	k, ok := list.ByFingerprint(pub.Fingerprint())
+	if !ok {
+		return s, Key{}, fmt.Errorf("signed by key %s, which is not on the trust list", pub.Fingerprint())
+	}
+	if k.Principal != s.Signer {
+		return s, Key{}, fmt.Errorf("the statement names signer %q but was signed by %q's key", s.Signer, k.Principal)
+	}
+	return s, k, nil
+}
+
+// Change is the body of a trust_changed audit entry.
+type Change struct {
+	// Action is init, add or remove.
+	Action string `json:"action"`
+	// List is the trust list after the change.
+	List List `json:"list"`
+	// LogKey is the log key's ID (on init).
+	LogKey string `json:"logKey,omitempty"`
+	// Statement and Signature authorise add and remove: signed by a key on the list
+	// before the change. Init has none: it is authorised by holding the catalog, and its
+	// entry hash — the trust root — is what the operator keeps outside the database.
+	Statement json.RawMessage `json:"statement,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+}
+
+// Apply checks a change against the list before it and returns the list after it.
+// prev is the entry before this one (what an add/remove statement must name).
+func Apply(before *List, c Change, prev warrant.AuditHead) (List, error) {
+	switch c.Action {
+	case "init":
+		if before != nil {
+			return List{}, errors.New("the trust list is initialised twice")
+		}
+		if len(c.List.Keys) == 0 {
+			return List{}, errors.New("the trust list is initialised empty")
+		}
+		return c.List.sorted(), nil
+	case "add", "remove":
+	default:
+		return List{}, fmt.Errorf("unknown trust action %q", c.Action)
+	}
+	if before == nil {
+		return List{}, errors.New("a trust change before the trust list was initialised")
+	}
+	s, _, err := Check(*before, c.Statement, []byte(c.Signature))
+	if err != nil {
+		return List{}, fmt.Errorf("trust %s: %v", c.Action, err)
+	}
+	if s.Type != TypeTrust || s.Action != c.Action || s.Subject == nil {
+		return List{}, errors.New("the signed statement does not describe this change")
+	}
+	if s.AuditHead != prev {
+		return List{}, fmt.Errorf("the statement was signed over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq)
+	}
+	next := List{Keys: slices.Clone(before.Keys)}
+	i := slices.IndexFunc(next.Keys, func(k Key) bool { return k.Fingerprint == s.Subject.Fingerprint })
+	if c.Action == "add" {
+		if i >= 0 {
+			return List{}, fmt.Errorf("key %s is already on the trust list", s.Subject.Fingerprint)
+		}
+		if _, err := NewKey(s.Subject.Principal, s.Subject.Key); err != nil {
+			return List{}, err
+		}
+		next.Keys = append(next.Keys, *s.Subject)
+	} else {
+		if i < 0 {
+			return List{}, fmt.Errorf("key %s is not on the trust list", s.Subject.Fingerprint)
+		}
+		next.Keys = slices.Delete(next.Keys, i, i+1)
+		if len(next.Keys) == 0 {
+			return List{}, errors.New("removing the last trusted key would leave nobody able to decide")
+		}
+	}
+	next = next.sorted()
+	if !slices.Equal(next.Keys, c.List.sorted().Keys) {
+		return List{}, errors.New("the recorded list is not the list before it with this change applied")
+	}
+	return next, nil
+}
+
+// State replays the trust list along the audit chain.
+type State struct {
+	List *List
+	// Root is the hash of the entry that initialised the list.
+	Root string
+}
+
+// decisionEvent is the part of a decision entry's body that is checked.
+type decisionEvent struct {
+	Server             string          `json:"server"`
+	Tool               string          `json:"tool"`
+	Digest             warrant.Digest  `json:"digest"`
+	AcceptedSuspicious bool            `json:"acceptedSuspicious"`
+	Statement          json.RawMessage `json:"statement"`
+	Signature          string          `json:"signature"`
+}
+
+// Step checks one audit entry (whose hash and log signature already verified) and
+// advances the state: trust changes must be authorised; decisions must carry a statement
+// signed by a key trusted at that point, naming this decision and the entry before it.
+// It returns the problems found (none for other entry types).
+func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
+	prev := warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}
+	switch r.Type {
+	case EventTrustChanged:
+		var c Change
+		if err := json.Unmarshal(event, &c); err != nil {
+			return []string{"trust change is not readable: " + err.Error()}
+		}
+		next, err := Apply(st.List, c, prev)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		if c.Action == "init" {
+			st.Root = r.Hash
+		}
+		st.List = &next
+		return nil
+	case string(warrant.DecisionApproved), string(warrant.DecisionRejected), string(warrant.DecisionRolledBack):
+		var d decisionEvent
+		if err := json.Unmarshal(event, &d); err != nil {
+			return []string{"decision is not readable: " + err.Error()}
+		}
+		if len(d.Statement) == 0 {
+			return []string{"the decision carries no person's signature"}
+		}
+		if st.List == nil {
+			return []string{"a decision before the trust list was initialised"}
+		}
+		s, _, err := Check(*st.List, d.Statement, []byte(d.Signature))
+		if err != nil {
+			return []string{"person's signature: " + err.Error()}
+		}
+		var p []string
+		if s.Type != TypeDecision || string(s.Decision) != r.Type || s.Server != d.Server || s.Tool != d.Tool || s.Digest != d.Digest || s.AcceptedSuspicious != d.AcceptedSuspicious {
+			p = append(p, "the signed statement does not describe this decision")
+		}
+		if s.Signer != r.Actor {
+			p = append(p, fmt.Sprintf("recorded actor %q is not the signer %q", r.Actor, s.Signer))
+		}
+		if s.AuditHead != prev {
+			p = append(p, fmt.Sprintf("the statement was signed over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq))
+		}
+		return p
+	}
+	return nil
+}
