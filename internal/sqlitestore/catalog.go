@@ -272,12 +272,8 @@ func appendAudit(ctx context.Context, tx *sql.Tx, a warrant.AuditAppend) error {
 	if len(a.Records) == 0 {
 		return nil
 	}
-	var head warrant.AuditHead
-	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&head.Seq, &head.Hash); err != nil {
-		return cwrap("read audit head", err)
-	}
-	if head != a.Prev {
-		return fmt.Errorf("audit head is at %d (%s), not %d (%s) as read: %w", head.Seq, short(head.Hash), a.Prev.Seq, short(a.Prev.Hash), warrant.ErrConflict)
+	if err := checkAuditHead(ctx, tx, a); err != nil {
+		return err
 	}
 	prev := a.Prev
 	for _, r := range a.Records {
@@ -292,6 +288,22 @@ func appendAudit(ctx context.Context, tx *sql.Tx, a warrant.AuditAppend) error {
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ?`, prev.Seq, prev.Hash, a.Prev.Seq, a.Prev.Hash)
 	return affectedOne(res, err, "advance audit head")
+}
+
+// checkAuditHead refuses a write whose records were chained from a head that is no longer
+// the head. Writes call it first, so a lost race is reported as what it is.
+func checkAuditHead(ctx context.Context, tx *sql.Tx, a warrant.AuditAppend) error {
+	if len(a.Records) == 0 {
+		return nil
+	}
+	var head warrant.AuditHead
+	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&head.Seq, &head.Hash); err != nil {
+		return cwrap("read audit head", err)
+	}
+	if head != a.Prev {
+		return fmt.Errorf("the audit log moved on: its head is at %d (%s), not %d (%s) as read: %w", head.Seq, short(head.Hash), a.Prev.Seq, short(a.Prev.Hash), warrant.ErrConflict)
+	}
+	return nil
 }
 
 func nonNil(b []byte) []byte {
@@ -678,6 +690,9 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 	}
 	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
 	return c.write(ctx, op, func(tx *sql.Tx) error {
+		if err := checkAuditHead(ctx, tx, a); err != nil {
+			return err
+		}
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM versions WHERE server = ? AND tool = ? AND digest = ?`, d.Server, d.Tool, string(d.Digest)).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
