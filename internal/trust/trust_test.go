@@ -16,7 +16,9 @@ import (
 func newSigner(t *testing.T) sshsig.Signer {
 	t.Helper()
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	str := func(b []byte) []byte { return append([]byte{byte(len(b) >> 24), byte(len(b) >> 16), byte(len(b) >> 8), byte(len(b))}, b...) }
+	str := func(b []byte) []byte {
+		return append([]byte{byte(len(b) >> 24), byte(len(b) >> 16), byte(len(b) >> 8), byte(len(b))}, b...)
+	}
 	pubBlob := append(str([]byte("ssh-ed25519")), str(pub)...)
 	inner := append([]byte{1, 2, 3, 4, 1, 2, 3, 4}, pubBlob...)
 	inner = append(inner, str(priv)...)
