@@ -421,7 +421,9 @@ func TestCatalogRefusals(t *testing.T) {
 
 func TestEveryCommandHasHelpWithExampleAndExitCodes(t *testing.T) {
 	dir := t.TempDir()
-	for _, args := range [][]string{{}, {"init"}, {"server"}, {"server", "add"}, {"server", "list"}, {"crawl"}, {"list"}, {"show"}, {"diff"}, {"version"}} {
+	for _, args := range [][]string{{}, {"init"}, {"server"}, {"server", "add"}, {"server", "list"}, {"crawl"}, {"list"}, {"show"}, {"diff"}, {"version"},
+		{"trust"}, {"trust", "init"}, {"trust", "add"}, {"trust", "remove"}, {"trust", "list"}, {"approve"}, {"reject"}, {"rollback"},
+		{"audit"}, {"audit", "verify"}, {"audit", "export"}, {"audit", "key"}, {"audit", "statement"}} {
 		r := runCLI(t, dir, nil, append(args, "--help")...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 			t.Errorf("%v --help: %s", args, r)

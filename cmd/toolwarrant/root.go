@@ -53,13 +53,20 @@ reason per rule (docs/drift-grading.md). Text that could hide instructions from 
 (invisible, bidi and tag characters, look-alike names) is flagged, and never printed raw
 unless you pass --accept-suspicious.
 
+A named person approves one exact digest with their SSH key ('approve --hash'), over the
+audit head they read; the trust list of such keys and every observation and decision are
+entries of a hash-chained audit log signed by the log key, written in the same transaction
+as what they record, and checked by 'audit verify'.
+
 The catalog is one SQLite file, created 0600 by 'toolwarrant init': --catalog, else
 $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
 		Example: `  toolwarrant init
   toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
   toolwarrant crawl
   toolwarrant list --pending
-  toolwarrant diff weather get_forecast`,
+  toolwarrant diff weather get_forecast
+  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com
+  toolwarrant approve weather get_forecast --hash sha256:… --sign-key ~/.ssh/id_ed25519`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
