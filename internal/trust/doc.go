@@ -1,0 +1,11 @@
+// Package trust is toolwarrant's operator trust list and the statements people sign:
+// which SSH keys may approve, reject or roll back tool definitions, kept as signed records
+// inside the audit chain, and the checks `audit verify` applies to every human decision
+// against the trust list as it stood at that point of the chain.
+//
+// A statement is RFC 8785 canonical JSON, signed with OpenSSH's SSHSIG (internal/sshsig)
+// in namespace "toolwarrant-approval" (decisions) or "toolwarrant-trust" (trust list
+// changes). It names the audit head the signer read, so a signature cannot be replayed
+// onto another state of the log, and `ssh-keygen -Y verify` can check it from the
+// exported statement and an allowed_signers file.
+package trust
