@@ -32,7 +32,7 @@ test: test-deps
 
 ## bench: the benchmarks quoted in README.md
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/httpapi/ ./internal/sqlitestore/ ./internal/locker/ ./internal/lockerclient/ ./internal/canon/
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/httpapi/ ./internal/sqlitestore/ ./internal/locker/ ./internal/lockerclient/ ./internal/canon/ ./internal/audit/ ./test/toolwarrant/
 
 ## fuzz: each fuzz target for a short while (FUZZTIME=30s)
 FUZZTIME ?= 20s

@@ -1,5 +1,9 @@
-// Package sqlitestore is the embedded storage driver for Padlock pads: one SQLite file
-// (modernc.org/sqlite, pure Go) in WAL mode with synchronous=FULL, so an acknowledged append
+// Package sqlitestore holds the embedded SQLite drivers: Padlock pads (Open, this file's
+// subject) and the toolwarrant catalog (OpenCatalog; its data model and write steps are at the
+// top of catalog.go). Both are pure Go (modernc.org/sqlite) with history tables guarded by
+// triggers that refuse UPDATE and DELETE.
+//
+// Pads live in one SQLite file in WAL mode with synchronous=FULL, so an acknowledged append
 // survives a crash or power loss once its 201 has been sent.
 //
 // Three handles share the file: one writer connection (every write is one short IMMEDIATE
