@@ -82,8 +82,9 @@ canonical bytes.` + exitCodes("printed", "printed with suspicious characters esc
 					return err
 				}
 			} else {
-				a.env.Stdout.Write(def)
-				fmt.Fprintln(a.env.Stdout)
+				if _, err := fmt.Fprintf(a.env.Stdout, "%s\n", def); err != nil {
+					return err
+				}
 			}
 			if suspicious && !accept {
 				fmt.Fprintf(a.env.Stderr, "toolwarrant: server %q tool %q version %s: not printed raw: %s; the characters are shown as \\u escapes; pass --accept-suspicious to print the exact bytes\n",

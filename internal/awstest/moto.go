@@ -192,7 +192,7 @@ func launch(bin string, port int) (*moto, error) {
 		m.kill(exited)
 		return nil, err
 	}
-	go func() { _ = <-exited }() // reap; stop() signals by PID
+	go func() { err := <-exited; _ = err }() // reap; stop() signals by PID
 	return m, nil
 }
 

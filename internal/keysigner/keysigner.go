@@ -63,7 +63,8 @@ func Create(path string, alg Algorithm) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create key file %s: %w", path, err)
 	}
-	if err := f.Chmod(0o600); err == nil {
+	err = f.Chmod(0o600) // the umask must not widen it
+	if err == nil {
 		err = pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
 	}
 	if cerr := f.Close(); err == nil {

@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 )
 
@@ -88,7 +87,11 @@ func ParsePublicKey(blob []byte) (PublicKey, error) {
 		if _, err := ecdh.P256().NewPublicKey(q); err != nil {
 			return PublicKey{}, fmt.Errorf("ecdsa-sha2-nistp256 key: %v", err)
 		}
-		k.Key = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(q[1:33]), Y: new(big.Int).SetBytes(q[33:65])}
+		pk, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), q)
+		if err != nil {
+			return PublicKey{}, fmt.Errorf("ecdsa-sha2-nistp256 key: %w", err)
+		}
+		k.Key = pk
 	default:
 		return PublicKey{}, fmt.Errorf("%w: %q", ErrUnsupported, typ)
 	}
@@ -96,25 +99,4 @@ func ParsePublicKey(blob []byte) (PublicKey, error) {
 		return PublicKey{}, errors.New("malformed SSH public key")
 	}
 	return k, nil
-}
-
-// publicFromCrypto builds the SSH form of a Go public key.
-func publicFromCrypto(pub crypto.PublicKey) (PublicKey, error) {
-	var blob []byte
-	switch k := pub.(type) {
-	case ed25519.PublicKey:
-		blob = appendString(appendString(nil, []byte(TypeEd25519)), k)
-	case *ecdsa.PublicKey:
-		if k.Curve != elliptic.P256() {
-			return PublicKey{}, ErrUnsupported
-		}
-		ek, err := k.ECDH()
-		if err != nil {
-			return PublicKey{}, err
-		}
-		blob = appendString(appendString(appendString(nil, []byte(TypeECDSAP256)), []byte("nistp256")), ek.Bytes())
-	default:
-		return PublicKey{}, ErrUnsupported
-	}
-	return ParsePublicKey(blob)
 }

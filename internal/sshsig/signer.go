@@ -88,7 +88,7 @@ func ParsePrivateKey(pemBytes []byte) (Signer, error) {
 		return nil, errors.New("the key file is passphrase-protected; add it to ssh-agent (ssh-add) and use the agent instead")
 	}
 	pr := &reader{b: priv}
-	if pr.uint32() != pr.uint32() {
+	if check1, check2 := pr.uint32(), pr.uint32(); check1 != check2 {
 		return nil, errors.New("OpenSSH private key: check bytes differ (corrupt file)")
 	}
 	typ := string(pr.string())
@@ -114,8 +114,9 @@ func ParsePrivateKey(pemBytes []byte) (Signer, error) {
 		if s.pub, err = ParsePublicKey(appendString(appendString(appendString(nil, []byte(TypeECDSAP256)), []byte("nistp256")), q)); err != nil {
 			return nil, err
 		}
-		pk := s.pub.Key.(*ecdsa.PublicKey)
-		s.ec = &ecdsa.PrivateKey{PublicKey: ecdsa.PublicKey{Curve: elliptic.P256(), X: pk.X, Y: pk.Y}, D: new(big.Int).SetBytes(d)}
+		if s.ec, err = ecdsa.ParseRawPrivateKey(elliptic.P256(), leftPad(d, 32)); err != nil {
+			return nil, fmt.Errorf("ecdsa-sha2-nistp256 private key: %w", err)
+		}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnsupported, typ)
 	}
@@ -219,4 +220,16 @@ func (s *agentSigner) signRaw(data []byte) (string, []byte, error) {
 		return "", nil, errors.New("ssh-agent: malformed signature")
 	}
 	return typ, bytes.Clone(sig), nil
+}
+
+// leftPad returns b as exactly n big-endian bytes: an SSH mpint may carry a leading zero byte
+// or be shorter than the field.
+func leftPad(b []byte, n int) []byte {
+	b = bytes.TrimLeft(b, "\x00")
+	if len(b) >= n {
+		return b
+	}
+	out := make([]byte, n)
+	copy(out[n-len(b):], b)
+	return out
 }

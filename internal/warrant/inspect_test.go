@@ -69,7 +69,7 @@ var benign = []struct{ tool, description string }{
 	{"tenki", "指定した都市の天気予報を返します。東京の天気は晴れ。"},
 	{"taqs", "يعرض توقعات الطقس لمدينة معينة."},
 	{"farsi", "پیش‌بینی هوا را برمی‌گرداند."},
-	{"emoji", "Weather ☀️ for families 👨‍👩‍👧, flags 🇩🇪 and 🏴󠁧󠁢󠁳󠁣󠁴󠁿, thumbs 👍🏽."},
+	{"emoji", "Weather ☀️ for families 👨‍👩‍👧, flags 🇩🇪 and 🏴󠁧󠁢󠁳󠁣󠁴󠁿, thumbs 👍🏽."}, //nolint:staticcheck // raw on purpose: benign text as people write it
 	{"hindi", "किसी शहर का मौसम पूर्वानुमान लौटाता है।"},
 }
 

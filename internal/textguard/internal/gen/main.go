@@ -191,7 +191,7 @@ func readScripts(scriptsPath, extPath string, long map[string]string) (*scriptDa
 		}
 		lo, hi, err := parseRange(f[0])
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", scriptsPath, l.n, err)
+			return nil, fmt.Errorf("%s:%d: %w", scriptsPath, l.n, err)
 		}
 		for r := lo; r <= hi; r++ {
 			sc[r] = f[1]
@@ -227,7 +227,7 @@ func readScripts(scriptsPath, extPath string, long map[string]string) (*scriptDa
 		}
 		lo, hi, err := parseRange(strings.TrimSpace(f[0]))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", extPath, l.n, err)
+			return nil, fmt.Errorf("%s:%d: %w", extPath, l.n, err)
 		}
 		var set []string
 		for _, short := range strings.Fields(f[1]) {
@@ -357,7 +357,7 @@ func readProperties(path, header, version string) (map[string][]runeRange, error
 		}
 		lo, hi, err := parseRange(f[0])
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, l.n, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, l.n, err)
 		}
 		m[f[1]] = append(m[f[1]], runeRange{lo, hi})
 	}
