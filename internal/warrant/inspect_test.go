@@ -68,7 +68,7 @@ var benign = []struct{ tool, description string }{
 	{"wetter", "Gibt die Wettervorhersage für eine Stadt zurück. Größe und Maße in Metern."},
 	{"tenki", "指定した都市の天気予報を返します。東京の天気は晴れ。"},
 	{"taqs", "يعرض توقعات الطقس لمدينة معينة."},
-	{"farsi", "پیش‌بینی هوا را برمی‌گرداند."},
+	{"farsi", "پیش‌بینی هوا را برمی‌گرداند."},                                    //nolint:staticcheck // raw on purpose: ZWNJ is how Persian is written
 	{"emoji", "Weather ☀️ for families 👨‍👩‍👧, flags 🇩🇪 and 🏴󠁧󠁢󠁳󠁣󠁴󠁿, thumbs 👍🏽."}, //nolint:staticcheck // raw on purpose: benign text as people write it
 	{"hindi", "किसी शहर का मौसम पूर्वानुमान लौटाता है।"},
 }
