@@ -1,0 +1,238 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/blob"
+	"github.com/agentgate-dev/agentgate/internal/signer"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// Log is the part of the catalog the writer reads (warrant.Catalog has it).
+type Log interface {
+	AuditHead(ctx context.Context) (warrant.AuditHead, error)
+	AuditRecords(ctx context.Context, after int64, limit int) ([]warrant.AuditRecord, error)
+}
+
+// ErrRewritten is wrapped when the log no longer agrees with a checkpoint or its entries do
+// not verify: the writer signs nothing and the alarm is the error.
+var ErrRewritten = errors.New("the audit log does not verify against its last checkpoint")
+
+// Writer signs the audit head into a bucket.
+type Writer struct {
+	// Log is the catalog. Required.
+	Log Log
+	// Signer is the log key (KMS on AWS). Required.
+	Signer signer.Signer
+	// Blobs is the checkpoint bucket. Required.
+	Blobs blob.Store
+	// Keys are extra trusted log keys (rotated-out ones) for entries and older
+	// checkpoints; the signer's own key is always trusted.
+	Keys map[string]crypto.PublicKey
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// PageSize is how many records one AuditRecords call reads. Default 500.
+	PageSize int
+	// MaxRecords bounds the entries one run verifies since the last checkpoint (more is an
+	// error: run it more often, or raise it). Default 1,000,000.
+	MaxRecords int
+	// Logger receives one line per run. Default: discard.
+	Logger *slog.Logger
+}
+
+// Result says what one run did.
+type Result struct {
+	// Head is the audit head read.
+	Head warrant.AuditHead `json:"head"`
+	// Previous is the last checkpoint found (Seq 0 for none).
+	Previous int64 `json:"previous"`
+	// Written is true when a new checkpoint was stored under Key.
+	Written bool   `json:"written"`
+	Key     string `json:"key,omitempty"`
+	// Verified is how many entries were checked since the previous checkpoint.
+	Verified int `json:"verified"`
+}
+
+// Run reads the head; if it is past the last checkpoint, checks every entry since that
+// checkpoint (contiguous, linked, hashes, log signatures) and writes a signed checkpoint of
+// the head with put-if-absent. An empty log or an unchanged head writes nothing.
+func (w *Writer) Run(ctx context.Context) (Result, error) {
+	if w.Log == nil || w.Signer == nil || w.Blobs == nil {
+		return Result{}, errors.New("checkpoint: Writer.Log, Signer and Blobs are required")
+	}
+	now, page, max := w.Now, w.PageSize, w.MaxRecords
+	if now == nil {
+		now = time.Now
+	}
+	if page <= 0 {
+		page = 500
+	}
+	if max <= 0 {
+		max = 1_000_000
+	}
+	log := w.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	keys := map[string]crypto.PublicKey{w.Signer.KeyID(): w.Signer.Public()}
+	for id, k := range w.Keys {
+		keys[id] = k
+	}
+	head, err := w.Log.AuditHead(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("checkpoint: read audit head: %w", err)
+	}
+	res := Result{Head: head}
+	last, err := w.latest(ctx, keys)
+	if err != nil {
+		return res, err
+	}
+	res.Previous = last.Seq
+	switch {
+	case head.Seq == 0 && last.Seq == 0:
+		return res, nil
+	case head.Seq < last.Seq:
+		return res, fmt.Errorf("checkpoint: %w: the log ends at entry %d, before checkpoint %d", ErrRewritten, head.Seq, last.Seq)
+	case head.Seq == last.Seq:
+		if head.Hash != last.Hash {
+			return res, fmt.Errorf("checkpoint: %w: the head %d has hash %s, checkpoint %d says %s", ErrRewritten, head.Seq, head.Hash, last.Seq, last.Hash)
+		}
+		return res, nil
+	}
+	// Entries last.Seq (to re-check its hash) .. head.Seq.
+	prev := warrant.Genesis()
+	after := last.Seq
+	if last.Seq > 0 {
+		after = last.Seq - 1
+	}
+	for after < head.Seq {
+		if res.Verified > max {
+			return res, fmt.Errorf("checkpoint: more than %d entries since checkpoint %d; run more often or raise MaxRecords", max, last.Seq)
+		}
+		recs, err := w.Log.AuditRecords(ctx, after, page)
+		if err != nil {
+			return res, fmt.Errorf("checkpoint: read audit records after %d: %w", after, err)
+		}
+		if len(recs) == 0 {
+			return res, fmt.Errorf("checkpoint: %w: no entry after %d, but the head is %d", ErrRewritten, after, head.Seq)
+		}
+		for _, r := range recs {
+			if r.Seq > head.Seq {
+				break
+			}
+			if r.Seq == last.Seq && last.Seq > 0 {
+				if r.Hash != last.Hash {
+					return res, fmt.Errorf("checkpoint: %w: entry %d has hash %s, checkpoint %d says %s", ErrRewritten, r.Seq, r.Hash, last.Seq, last.Hash)
+				}
+				prev = last.Head()
+				after = r.Seq
+				continue
+			}
+			if err := checkRecord(prev, r, keys); err != nil {
+				return res, fmt.Errorf("checkpoint: %w: %v", ErrRewritten, err)
+			}
+			prev = warrant.AuditHead{Seq: r.Seq, Hash: r.Hash}
+			after = r.Seq
+			res.Verified++
+		}
+	}
+	if prev != head {
+		return res, fmt.Errorf("checkpoint: %w: entry %d has hash %s, the head says %s", ErrRewritten, prev.Seq, prev.Hash, head.Hash)
+	}
+	cp, err := Sign(ctx, w.Signer, head, now())
+	if err != nil {
+		return res, err
+	}
+	b, err := cp.Marshal()
+	if err != nil {
+		return res, err
+	}
+	res.Key = Key(head.Seq)
+	if err := w.Blobs.PutIfAbsent(ctx, res.Key, b); err != nil {
+		if !errors.Is(err, blob.ErrConflict) {
+			return res, fmt.Errorf("checkpoint: write %s: %w", res.Key, err)
+		}
+		// A concurrent run checkpointed the same entry a moment earlier: fine if it agrees.
+		other, gerr := w.Blobs.Get(ctx, res.Key)
+		if gerr != nil {
+			return res, fmt.Errorf("checkpoint: %s exists and cannot be read: %w", res.Key, gerr)
+		}
+		oc, perr := Parse(other)
+		if perr == nil {
+			perr = oc.Verify(keys)
+		}
+		if perr != nil || oc.Head() != head {
+			return res, fmt.Errorf("checkpoint: %w: %s exists and disagrees with the head (%v)", ErrRewritten, res.Key, perr)
+		}
+		log.InfoContext(ctx, "checkpoint already written", slog.Int64("seq", head.Seq))
+		return res, nil
+	}
+	res.Written = true
+	log.InfoContext(ctx, "checkpoint written", slog.Int64("seq", head.Seq), slog.String("hash", head.Hash), slog.Int("verified", res.Verified), slog.String("key", res.Key))
+	return res, nil
+}
+
+// latest returns the newest genuine checkpoint (Seq 0 when there is none). Files that do
+// not parse or verify are an alarm, not something to skip silently.
+func (w *Writer) latest(ctx context.Context, keys map[string]crypto.PublicKey) (Checkpoint, error) {
+	names, err := w.Blobs.List(ctx, Prefix)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: list %s: %w", Prefix, err)
+	}
+	var seqs []int64
+	byseq := map[int64]string{}
+	for _, n := range names {
+		if s, ok := SeqOf(n); ok {
+			seqs = append(seqs, s)
+			byseq[s] = n
+		}
+	}
+	if len(seqs) == 0 {
+		return Checkpoint{Hash: warrant.GenesisHash}, nil
+	}
+	s := slices.Max(seqs)
+	b, err := w.Blobs.Get(ctx, byseq[s])
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: read %s: %w", byseq[s], err)
+	}
+	c, err := Parse(b)
+	if err == nil && c.Seq != s {
+		err = fmt.Errorf("%w: %s holds checkpoint %d", ErrFormat, byseq[s], c.Seq)
+	}
+	if err == nil {
+		err = c.Verify(keys)
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: the last checkpoint %s is not genuine: %w", byseq[s], err)
+	}
+	return c, nil
+}
+
+// checkRecord checks one record against the one before it: the independent core of
+// audit.Verify, for a window of the log.
+func checkRecord(prev warrant.AuditHead, r warrant.AuditRecord, keys map[string]crypto.PublicKey) error {
+	if r.Seq != prev.Seq+1 || r.PrevHash != prev.Hash {
+		return fmt.Errorf("entry %d does not follow entry %d (%s)", r.Seq, prev.Seq, short(prev.Hash))
+	}
+	h, err := audit.Hash(r.PrevHash, r.Body)
+	if err != nil || h != r.Hash {
+		return fmt.Errorf("entry %d: its hash does not match its body", r.Seq)
+	}
+	pub, ok := keys[r.KeyID]
+	if !ok {
+		return fmt.Errorf("entry %d is signed by key %s, which is not a trusted log key", r.Seq, r.KeyID)
+	}
+	raw, _ := hex.DecodeString(r.Hash)
+	if err := signer.Verify(pub, raw, r.Signature); err != nil {
+		return fmt.Errorf("entry %d: log signature: %v", r.Seq, err)
+	}
+	return nil
+}
