@@ -30,6 +30,10 @@ test: test-deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+## lint: golangci-lint (install: go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)
+lint:
+	golangci-lint run ./...
+
 ## bench: the benchmarks quoted in README.md
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/httpapi/ ./internal/sqlitestore/ ./internal/locker/ ./internal/lockerclient/ ./internal/canon/ ./internal/audit/ ./test/toolwarrant/
