@@ -2,7 +2,6 @@ package extmcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -134,27 +133,38 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
-	if !json.Valid(result) {
-		return deny(CauseMalformed, "the tools/list result is not valid JSON; denied")
-	}
+	// The members other than "tools" pass through untouched, so they are validated
+	// strictly here; each tool is validated by canonicalization (or was, when its exact
+	// bytes hit the digest cache), and only validated tools are ever kept.
 	top := skipSpace(result, 0)
 	var tools span
 	n := 0
-	if _, err := members(result, top, func(m member) bool {
+	end, err := members(result, top, func(m member) bool {
+		if e, err := validString(result, m.name.start); err != nil || e != m.name.end {
+			n = -1
+			return false
+		}
 		if nameIs(result[m.name.start:m.name.end], "tools") {
 			tools = m.value
 			n++
+			return true
+		}
+		e, err := validValue(result, m.value.start, 1)
+		if err != nil || e != m.value.end {
+			n = -1
+			return false
 		}
 		return true
-	}); err != nil || n != 1 || result[tools.start] != '[' {
-		return deny(CauseMalformed, "the tools/list result has no single \"tools\" array; denied")
+	})
+	if err != nil || n != 1 || end == 0 || skipSpace(result, end) != len(result) || result[tools.start] != '[' {
+		return deny(CauseMalformed, "the tools/list result is not valid JSON with a single \"tools\" array; denied")
 	}
 
 	buf := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(buf)
 	var items []listedTool
 	count := 0
-	_, err := elements(result, tools.start, func(e span) error {
+	_, err = elements(result, tools.start, func(e span) error {
 		count++
 		if count%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -441,7 +451,7 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
-	if params == nil || !json.Valid(params) {
+	if params == nil || !valid(params) {
 		return deny(CauseMalformed, "the tools/call params are missing or not valid JSON; denied")
 	}
 	name, _, err := toolName(params[skipSpace(params, 0):])
@@ -484,4 +494,12 @@ func clip(s string) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// valid reports whether b is exactly one strictly valid JSON value (with optional
+// surrounding whitespace).
+func valid(b []byte) bool {
+	i := skipSpace(b, 0)
+	e, err := validValue(b, i, 0)
+	return err == nil && skipSpace(b, e) == len(b)
 }

@@ -114,7 +114,7 @@ type testProcessor struct {
 	done  chan struct{}
 }
 
-func newTestProcessor(t *testing.T, src *memSource, servers []string, mod func(*Config)) *testProcessor {
+func newTestProcessor(t testing.TB, src *memSource, servers []string, mod func(*Config)) *testProcessor {
 	t.Helper()
 	tp := &testProcessor{src: src, rec: &memRecorder{}, clock: newClock(), ticks: make(chan time.Time), done: make(chan struct{}, 100)}
 	cfg := Config{Servers: servers, Source: src, Recorder: tp.rec, Now: tp.clock.now, Refresh: time.Second, Staleness: 10 * time.Second,
@@ -145,7 +145,7 @@ func newTestProcessor(t *testing.T, src *memSource, servers []string, mod func(*
 }
 
 // refresh runs exactly one refresh round and waits for it.
-func (tp *testProcessor) refresh(t *testing.T) {
+func (tp *testProcessor) refresh(t testing.TB) {
 	t.Helper()
 	select {
 	case tp.ticks <- time.Now():

@@ -284,3 +284,159 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// maxDepth bounds nesting in validValue, as canon.MaxDepth bounds it in canonicalization.
+const maxDepth = 1000
+
+// validValue checks, strictly (RFC 8259 plus valid UTF-8), the JSON value that starts at
+// b[i] and returns the index just past it. It is the validator for the parts of a message
+// the processor passes through without canonicalizing them.
+func validValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, errMalformed
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return validString(b, i)
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return 0, errMalformed
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return 0, errMalformed
+				}
+				if i, err = validString(b, i); err != nil {
+					return 0, err
+				}
+				i = skipSpace(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return 0, errMalformed
+				}
+				i = skipSpace(b, i+1)
+			}
+			if i, err = validValue(b, i, depth+1); err != nil {
+				return 0, err
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, errMalformed
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case closer:
+				return i + 1, nil
+			default:
+				return 0, errMalformed
+			}
+		}
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	default:
+		return validNumber(b, i)
+	}
+}
+
+func literal(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, errMalformed
+	}
+	return i + len(lit), nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func validNumber(b []byte, i int) (int, error) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, errMalformed
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, errMalformed
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, errMalformed
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+// validString checks the string token at b[i] ('"'): no raw control characters, only
+// JSON escapes, valid UTF-8. Lone surrogate escapes are allowed here, as JSON allows them;
+// wherever a string is decoded (names), decodeString refuses them.
+func validString(b []byte, i int) (int, error) {
+	start := i + 1
+	i++
+	ascii := true
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			if !ascii && !utf8.Valid(b[start:i]) {
+				return 0, errMalformed
+			}
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, errMalformed
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(b, i+2); !ok {
+					return 0, errMalformed
+				}
+				i += 6
+			default:
+				return 0, errMalformed
+			}
+		case c < 0x20:
+			return 0, errMalformed
+		default:
+			if c >= 0x80 {
+				ascii = false
+			}
+			i++
+		}
+	}
+	return 0, errMalformed
+}
