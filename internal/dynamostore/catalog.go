@@ -1,0 +1,673 @@
+package dynamostore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+var _ warrant.Catalog = (*Catalog)(nil)
+
+// CatalogFormatVersion is the data-model version in the catalog table's SCHEMA item.
+const CatalogFormatVersion = "catalog/1"
+
+// Limits of the catalog driver (DynamoDB's: 400 KB per item, 100 actions per transaction).
+const (
+	// maxTxItems is DynamoDB's limit of actions in one TransactWriteItems.
+	maxTxItems = 100
+	// chunkBytes bounds the JSON packed into one item (observations, audit records).
+	chunkBytes = 300 << 10
+	// maxKeyPart bounds a tool name used in a sort key (DynamoDB: 1024 bytes per key).
+	maxKeyPart = 512
+	// maxPages bounds every paginated Query.
+	maxPages = 10000
+)
+
+// CatalogConfig configures NewCatalog.
+type CatalogConfig struct {
+	// Client is the DynamoDB client. Required.
+	Client API
+	// Table is the catalog table's name (template.yaml CatalogTable; CATALOG_TABLE).
+	// Required.
+	Table string
+	// MaxTxAttempts bounds how often a write cancelled only by a TransactionConflict or a
+	// throttled item (nothing was written) is re-sent, after a jittered pause. Default 4.
+	MaxTxAttempts int
+	// Backoff is the base pause between such attempts. Default 25ms (doubling, jittered).
+	Backoff time.Duration
+	// Rand is the source of write IDs. Default crypto/rand.Reader.
+	Rand io.Reader
+	// Logger receives warnings. Default: discard.
+	Logger *slog.Logger
+}
+
+// Catalog is the DynamoDB implementation of warrant.Catalog (catalog.md). It is
+// safe for concurrent use: every write is one conditional TransactWriteItems.
+type Catalog struct {
+	db       API
+	table    *string
+	attempts int
+	backoff  time.Duration
+	rand     io.Reader
+	log      *slog.Logger
+}
+
+// NewCatalog checks the table's format marker (one consistent GetItem; a conditional
+// PutItem on a new table) and returns the catalog.
+func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
+	if cfg.Client == nil || cfg.Table == "" {
+		return nil, errors.New("dynamostore: CatalogConfig.Client and Table are required")
+	}
+	c := &Catalog{db: cfg.Client, table: aws.String(cfg.Table), attempts: cfg.MaxTxAttempts, backoff: cfg.Backoff, rand: cfg.Rand, log: cfg.Logger}
+	if c.attempts <= 0 {
+		c.attempts = 4
+	}
+	if c.backoff <= 0 {
+		c.backoff = 25 * time.Millisecond
+	}
+	if c.rand == nil {
+		c.rand = rand.Reader
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	key := keyOf("SCHEMA", "SCHEMA")
+	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, cclassify("read format marker of "+cfg.Table, err)
+	}
+	if out.Item == nil {
+		_, err = c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: c.table, Item: with(key, "version", str(CatalogFormatVersion)),
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		if err != nil && !condFailed(err) {
+			return nil, cclassify("write format marker of "+cfg.Table, err)
+		}
+		if err == nil {
+			return c, nil
+		}
+		if out, err = c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: key, ConsistentRead: aws.Bool(true)}); err != nil {
+			return nil, cclassify("read format marker of "+cfg.Table, err)
+		}
+	}
+	if v := sval(out.Item, "version"); v != CatalogFormatVersion {
+		return nil, fmt.Errorf("dynamostore: table %s records format %q, not %q: it is not a toolwarrant catalog of this version", cfg.Table, v, CatalogFormatVersion)
+	}
+	return c, nil
+}
+
+// Keys.
+const (
+	pkServers   = "SERVERS"
+	pkApprovals = "APPROVALS"
+	pkAudit     = "AUDIT"
+	skHead      = "HEAD"
+	skIndex     = "INDEX"
+)
+
+func pkServer(name string) string { return "SRV#" + name }
+func skServer(name string) string { return "SRV#" + name }
+func skCrawl(seq int64) string    { return fmt.Sprintf("CRAWL#%012d", seq) }
+func skVersion(tool string, d warrant.Digest) string {
+	return "VER#" + tool + "#" + string(d)
+}
+func skDecision(tool string, n int64) string { return fmt.Sprintf("DEC#%s#%09d", tool, n) }
+func skApproval(server, tool string) string  { return server + "#" + tool }
+func skRecords(last int64) string            { return fmt.Sprintf("REC#%012d", last) }
+
+// Attribute helpers.
+func bin(b []byte) types.AttributeValue   { return &types.AttributeValueMemberB{Value: b} }
+func boolean(b bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: b} }
+
+func keyOf(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(pk), "sk": str(sk)}
+}
+
+func with(m map[string]types.AttributeValue, kv ...any) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(m)+len(kv)/2)
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1].(types.AttributeValue)
+	}
+	return out
+}
+
+func sval(item map[string]types.AttributeValue, k string) string {
+	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func nval(item map[string]types.AttributeValue, k string) int64 {
+	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func bval(item map[string]types.AttributeValue, k string) []byte {
+	if v, ok := item[k].(*types.AttributeValueMemberB); ok {
+		return v.Value
+	}
+	return nil
+}
+
+func boolval(item map[string]types.AttributeValue, k string) bool {
+	v, ok := item[k].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+func tstr(t time.Time) types.AttributeValue { return str(t.UTC().Format(time.RFC3339Nano)) }
+
+func tval(item map[string]types.AttributeValue, k string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, sval(item, k))
+	return t.UTC()
+}
+
+// ---- reads ----
+
+func (c *Catalog) get(ctx context.Context, op, pk, sk string) (map[string]types.AttributeValue, error) {
+	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: keyOf(pk, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, cclassify(op, err)
+	}
+	return out.Item, nil
+}
+
+// query returns the items of pk whose sort key begins with prefix (or lies in [from, to]
+// when to is set), in sort key order, following pages (at most maxPages).
+func (c *Catalog) query(ctx context.Context, op, pk, prefix, from, to string) ([]map[string]types.AttributeValue, error) {
+	in := &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true)}
+	if to != "" {
+		in.KeyConditionExpression = aws.String("pk = :pk AND sk BETWEEN :a AND :b")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(pk), ":a": str(from), ":b": str(to)}
+	} else if prefix == "" {
+		in.KeyConditionExpression = aws.String("pk = :pk")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(pk)}
+	} else {
+		in.KeyConditionExpression = aws.String("pk = :pk AND begins_with(sk, :p)")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(pk), ":p": str(prefix)}
+	}
+	var items []map[string]types.AttributeValue
+	for range maxPages {
+		out, err := c.db.Query(ctx, in)
+		if err != nil {
+			return nil, cclassify(op, err)
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	return nil, fmt.Errorf("%s: more than %d pages", op, maxPages)
+}
+
+func headersJSON(h []warrant.HeaderRef) string {
+	if h == nil {
+		h = []warrant.HeaderRef{}
+	}
+	b, _ := json.Marshal(h)
+	return string(b)
+}
+
+func serverOf(item map[string]types.AttributeValue) warrant.Server {
+	s := warrant.Server{Name: sval(item, "name"), URL: sval(item, "url"), AllowPrivate: boolval(item, "allow_private"),
+		AddedAt: tval(item, "added_at"), AddedBy: sval(item, "added_by"), LastCrawl: nval(item, "last_crawl")}
+	_ = json.Unmarshal([]byte(sval(item, "headers")), &s.Headers)
+	if len(s.Headers) == 0 {
+		s.Headers = nil
+	}
+	return s
+}
+
+// Server implements warrant.Catalog: one GetItem.
+func (c *Catalog) Server(ctx context.Context, name string) (warrant.Server, error) {
+	if warrant.ValidateServerName(name) != nil {
+		return warrant.Server{}, fmt.Errorf("server %q: %w", name, warrant.ErrNotFound)
+	}
+	item, err := c.get(ctx, "read server "+name, pkServers, skServer(name))
+	if err != nil {
+		return warrant.Server{}, err
+	}
+	if item == nil {
+		return warrant.Server{}, fmt.Errorf("server %q: %w", name, warrant.ErrNotFound)
+	}
+	return serverOf(item), nil
+}
+
+// Servers implements warrant.Catalog: one Query of the SERVERS partition.
+func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
+	items, err := c.query(ctx, "list servers", pkServers, "SRV#", "", "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]warrant.Server, 0, len(items))
+	for _, it := range items {
+		out = append(out, serverOf(it))
+	}
+	slices.SortFunc(out, func(a, b warrant.Server) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// index is the per-server read model (SRV#name/INDEX): what each tool's versions are and
+// what the crawls saw of it. It is derived state, rewritten (in the same transaction) by
+// the crawls that change it and by no other write.
+type index struct {
+	Tools map[string]*toolIndex `json:"t"`
+}
+
+type toolIndex struct {
+	// Versions are the digests in first-seen order; Proposals the proposals opened.
+	Versions  []warrant.Digest `json:"v,omitempty"`
+	Proposals []proposalIndex  `json:"p,omitempty"`
+	// Cur/Ref are what the last SourceCrawl listing the tool saw; Order the digests
+	// observed, least recently observed first (Previous is the last one ≠ Cur).
+	Cur   warrant.Digest   `json:"c,omitempty"`
+	Ref   string           `json:"r,omitempty"`
+	Order []warrant.Digest `json:"o,omitempty"`
+	// Seen says whether the tool was observed by any SourceCrawl; Gone, when > 0, is the
+	// last SourceCrawl that listed it (the server's last SourceCrawl did not).
+	Seen bool  `json:"s,omitempty"`
+	Gone int64 `json:"g,omitempty"`
+}
+
+type proposalIndex struct {
+	Digest warrant.Digest `json:"d"`
+	At     time.Time      `json:"a"`
+	Crawl  int64          `json:"n"`
+}
+
+func (c *Catalog) index(ctx context.Context, server string) (*index, error) {
+	item, err := c.get(ctx, "read index of "+server, pkServer(server), skIndex)
+	if err != nil {
+		return nil, err
+	}
+	ix := &index{Tools: map[string]*toolIndex{}}
+	if item != nil {
+		if err := json.Unmarshal(bval(item, "idx"), ix); err != nil {
+			return nil, fmt.Errorf("read index of %s: %v", server, err)
+		}
+		if ix.Tools == nil {
+			ix.Tools = map[string]*toolIndex{}
+		}
+	}
+	return ix, nil
+}
+
+func obsJSON(obs []warrant.Observation) []byte {
+	type o struct {
+		T string         `json:"t"`
+		D warrant.Digest `json:"d,omitempty"`
+		R string         `json:"r,omitempty"`
+	}
+	out := make([]o, len(obs))
+	for i, x := range obs {
+		out[i] = o{x.Tool, x.Digest, x.Refused}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// Crawl implements warrant.Catalog: one Query (the crawl item and its chunks).
+func (c *Catalog) Crawl(ctx context.Context, server string, seq int64) (warrant.Crawl, error) {
+	if warrant.ValidateServerName(server) != nil || seq < 1 {
+		return warrant.Crawl{}, fmt.Errorf("crawl %s #%d: %w", server, seq, warrant.ErrNotFound)
+	}
+	items, err := c.query(ctx, "read crawl", pkServer(server), skCrawl(seq), "", "")
+	if err != nil {
+		return warrant.Crawl{}, err
+	}
+	if len(items) == 0 {
+		return warrant.Crawl{}, fmt.Errorf("crawl %s #%d: %w", server, seq, warrant.ErrNotFound)
+	}
+	head := items[0]
+	cr := warrant.Crawl{Server: server, Seq: seq, Source: warrant.Source(sval(head, "source")), StartedAt: tval(head, "started_at"),
+		FinishedAt: tval(head, "finished_at"), By: sval(head, "by"), Observations: []warrant.Observation{}}
+	var raw []byte
+	for _, it := range items {
+		raw = append(raw, bval(it, "obs")...)
+	}
+	var obs []struct {
+		T string         `json:"t"`
+		D warrant.Digest `json:"d"`
+		R string         `json:"r"`
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &obs); err != nil {
+			return warrant.Crawl{}, fmt.Errorf("read crawl %s #%d: %v", server, seq, err)
+		}
+	}
+	for _, o := range obs {
+		cr.Observations = append(cr.Observations, warrant.Observation{Tool: o.T, Digest: o.D, Refused: o.R})
+	}
+	return cr, nil
+}
+
+func versionOf(server string, item map[string]types.AttributeValue) warrant.Version {
+	return warrant.Version{Server: server, Tool: sval(item, "tool"), Digest: warrant.Digest(sval(item, "digest")), Canonical: bval(item, "canonical"),
+		FirstSeenAt: tval(item, "first_seen_at"), FirstSeenBy: sval(item, "first_seen_by"), FirstCrawl: nval(item, "first_crawl")}
+}
+
+func toolKeyOK(tool string) bool { return tool != "" && len(tool) <= maxKeyPart && utf8.ValidString(tool) }
+
+// Version implements warrant.Catalog: one GetItem.
+func (c *Catalog) Version(ctx context.Context, server, tool string, d warrant.Digest) (warrant.Version, error) {
+	if warrant.ValidateServerName(server) != nil || !toolKeyOK(tool) || !d.Valid() {
+		return warrant.Version{}, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
+	}
+	item, err := c.get(ctx, "read version", pkServer(server), skVersion(tool, d))
+	if err != nil {
+		return warrant.Version{}, err
+	}
+	if item == nil {
+		return warrant.Version{}, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
+	}
+	return versionOf(server, item), nil
+}
+
+// Versions implements warrant.Catalog: one Query of the tool's version items.
+func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.Version, error) {
+	out := []warrant.Version{}
+	if warrant.ValidateServerName(server) != nil || !toolKeyOK(tool) {
+		return out, nil
+	}
+	items, err := c.query(ctx, "list versions", pkServer(server), "VER#"+tool+"#", "", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		if sval(it, "tool") == tool { // another tool's name may extend this one's past '#'
+			out = append(out, versionOf(server, it))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b warrant.Version) int {
+		if a.FirstCrawl != b.FirstCrawl {
+			return int(a.FirstCrawl - b.FirstCrawl)
+		}
+		return a.FirstSeenAt.Compare(b.FirstSeenAt)
+	})
+	return out, nil
+}
+
+// VersionKeys implements warrant.Catalog: one GetItem of the server's index.
+func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.VersionKey, error) {
+	out := []warrant.VersionKey{}
+	if warrant.ValidateServerName(server) != nil {
+		return out, nil
+	}
+	ix, err := c.index(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	for tool, t := range ix.Tools {
+		for _, d := range t.Versions {
+			out = append(out, warrant.VersionKey{Server: server, Tool: tool, Digest: d})
+		}
+	}
+	slices.SortFunc(out, func(a, b warrant.VersionKey) int {
+		if c := strings.Compare(a.Tool, b.Tool); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.Digest), string(b.Digest))
+	})
+	return out, nil
+}
+
+// approvalState is one tool's APPROVALS item.
+type approvalState struct {
+	exists   bool
+	approved warrant.Digest
+	by       string
+	at       time.Time
+	n        int64
+	kinds    map[warrant.Digest]warrant.DecisionKind // latest decision per digest
+	wid      string
+}
+
+func approvalOf(item map[string]types.AttributeValue) approvalState {
+	a := approvalState{exists: item != nil, kinds: map[warrant.Digest]warrant.DecisionKind{}}
+	if item == nil {
+		return a
+	}
+	a.approved, a.by, a.at, a.n, a.wid = warrant.Digest(sval(item, "approved")), sval(item, "by"), tval(item, "at"), nval(item, "n"), sval(item, "wid")
+	_ = json.Unmarshal([]byte(sval(item, "kinds")), &a.kinds)
+	return a
+}
+
+// approvals reads the APPROVALS partition: server → tool → state.
+func (c *Catalog) approvals(ctx context.Context) (map[string]map[string]approvalState, error) {
+	items, err := c.query(ctx, "list approvals", pkApprovals, "", "", "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]approvalState{}
+	for _, it := range items {
+		srv, tool := sval(it, "server"), sval(it, "tool")
+		if out[srv] == nil {
+			out[srv] = map[string]approvalState{}
+		}
+		out[srv][tool] = approvalOf(it)
+	}
+	return out, nil
+}
+
+// Tools implements warrant.Catalog: one Query of the servers, one GetItem of each
+// server's index and one Query of the approvals. The reads are strongly consistent but
+// not one snapshot: a decision or crawl committed between them shows in one and not the
+// other (the service re-reads before any write, and every write is check-and-set).
+func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
+	servers, err := c.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	aps, err := c.approvals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []warrant.ToolRecord{}
+	for _, s := range servers {
+		ix, err := c.index(ctx, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		lsc := int64(0)
+		if srvItem, err := c.get(ctx, "read server "+s.Name, pkServers, skServer(s.Name)); err == nil && srvItem != nil {
+			lsc = nval(srvItem, "last_source_crawl")
+		} else if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(ix.Tools))
+		for n, t := range ix.Tools {
+			if len(t.Versions) > 0 {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			t := ix.Tools[n]
+			r := warrant.ToolRecord{Server: s.Name, Tool: n, ServerLastCrawl: lsc, Versions: len(t.Versions), Current: t.Cur, Refused: t.Ref}
+			switch {
+			case !t.Seen:
+				r.LastCrawl, r.Current, r.Refused = 0, "", ""
+			case t.Gone > 0:
+				r.LastCrawl = t.Gone
+			default:
+				r.LastCrawl = lsc
+			}
+			for i := len(t.Order) - 1; i >= 0; i-- {
+				if t.Order[i] != r.Current {
+					r.Previous = t.Order[i]
+					break
+				}
+			}
+			a := aps[s.Name][n]
+			r.Approved = a.approved
+			if r.Current != "" {
+				r.CurrentDecision = a.kinds[r.Current]
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Proposals implements warrant.Catalog: the servers, their indexes and the approvals.
+func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
+	servers, err := c.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	aps, err := c.approvals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []warrant.Proposal{}
+	for _, s := range servers {
+		ix, err := c.index(ctx, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(ix.Tools))
+		for n := range ix.Tools {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			for _, p := range ix.Tools[n].Proposals {
+				if _, decided := aps[s.Name][n].kinds[p.Digest]; !decided {
+					out = append(out, warrant.Proposal{Server: s.Name, Tool: n, Digest: p.Digest, OpenedAt: p.At, Crawl: p.Crawl})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Decisions implements warrant.Catalog: one Query of the tool's decision items.
+func (c *Catalog) Decisions(ctx context.Context, server, tool string) ([]warrant.Decision, error) {
+	out := []warrant.Decision{}
+	if warrant.ValidateServerName(server) != nil || !toolKeyOK(tool) {
+		return out, nil
+	}
+	items, err := c.query(ctx, "list decisions", pkServer(server), "DEC#"+tool+"#", "", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		if sval(it, "tool") != tool {
+			continue
+		}
+		out = append(out, warrant.Decision{Server: server, Tool: tool, Digest: warrant.Digest(sval(it, "digest")), Kind: warrant.DecisionKind(sval(it, "kind")),
+			Actor: sval(it, "actor"), At: tval(it, "at"), Expect: warrant.Digest(sval(it, "expect")), AcceptedSuspicious: boolval(it, "accepted_suspicious"),
+			Note: sval(it, "note")})
+	}
+	return out, nil
+}
+
+// Approvals implements warrant.Catalog: one Query of the APPROVALS partition.
+func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
+	aps, err := c.approvals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []warrant.Approval{}
+	for srv, tools := range aps {
+		for tool, a := range tools {
+			if a.approved != "" {
+				out = append(out, warrant.Approval{Server: srv, Tool: tool, Digest: a.approved, By: a.by, At: a.at})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b warrant.Approval) int {
+		if c := strings.Compare(a.Server, b.Server); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tool, b.Tool)
+	})
+	return out, nil
+}
+
+// AuditHead implements warrant.Catalog: one GetItem.
+func (c *Catalog) AuditHead(ctx context.Context) (warrant.AuditHead, error) {
+	item, err := c.get(ctx, "read audit head", pkAudit, skHead)
+	if err != nil {
+		return warrant.AuditHead{}, err
+	}
+	if item == nil {
+		return warrant.Genesis(), nil
+	}
+	return warrant.AuditHead{Seq: nval(item, "seq"), Hash: sval(item, "hash")}, nil
+}
+
+// recordJSON is one audit record inside a REC# item.
+type recordJSON struct {
+	Seq       int64  `json:"n"`
+	Type      string `json:"t"`
+	Actor     string `json:"a"`
+	At        string `json:"at"`
+	PrevHash  string `json:"p"`
+	Hash      string `json:"h"`
+	Body      []byte `json:"b"`
+	KeyID     string `json:"k"`
+	Signature []byte `json:"s"`
+}
+
+// AuditRecords implements warrant.Catalog: Query pages of REC# items (each holds the
+// records of one write, keyed by its last seq) from the one holding after+1.
+func (c *Catalog) AuditRecords(ctx context.Context, after int64, limit int) ([]warrant.AuditRecord, error) {
+	out := []warrant.AuditRecord{}
+	if limit <= 0 {
+		return out, nil
+	}
+	in := &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkAudit), ":a": str(skRecords(after + 1)), ":b": str("REC#999999999999")},
+		Limit:                     aws.Int32(int32(min(limit, 100)))}
+	for range maxPages {
+		page, err := c.db.Query(ctx, in)
+		if err != nil {
+			return nil, cclassify("read audit records", err)
+		}
+		for _, it := range page.Items {
+			var recs []recordJSON
+			if err := json.Unmarshal(bval(it, "recs"), &recs); err != nil {
+				return nil, fmt.Errorf("read audit records: %v", err)
+			}
+			for _, r := range recs {
+				if r.Seq <= after {
+					continue
+				}
+				at, _ := time.Parse(time.RFC3339Nano, r.At)
+				out = append(out, warrant.AuditRecord{Seq: r.Seq, Type: r.Type, Actor: r.Actor, At: at.UTC(), PrevHash: r.PrevHash, Hash: r.Hash,
+					Body: r.Body, KeyID: r.KeyID, Signature: r.Signature})
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	return out, nil
+}

@@ -1,0 +1,499 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// cclassify wraps a DynamoDB error that is not a condition failure for the catalog port:
+// throttling, 5xx, timeouts and network errors become warrant.ErrUnavailable; the driver's
+// cause is text (%v), not part of the contract.
+func cclassify(op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%s: %w: %v", op, warrant.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %v", op, err)
+}
+
+func condFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+func (c *Catalog) writeID() (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
+		return "", fmt.Errorf("read random: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// role says what a transaction item is, to map cancellation reasons back to the port.
+type role int
+
+const (
+	roleOther role = iota
+	roleServer
+	roleHead
+	roleApproval
+	roleVersion
+)
+
+type txItem struct {
+	item types.TransactWriteItem
+	role role
+}
+
+// txResult is what a cancelled transaction tells: which roles failed their condition,
+// whether one of the failed items carried our write ID (an earlier attempt committed), and
+// the old item of the failed server/approval item.
+type txResult struct {
+	failed map[role]bool
+	own    bool
+	old    map[role]map[string]types.AttributeValue
+}
+
+// transact sends items as one TransactWriteItems with ClientRequestToken wid-attempt. A
+// cancellation only for TransactionConflict or throttling wrote nothing and is re-sent
+// after a jittered pause (at most MaxTxAttempts in all), then ErrUnavailable. A
+// cancellation for failed conditions is returned as a txResult for the caller to map.
+func (c *Catalog) transact(ctx context.Context, op, wid string, items []txItem) (*txResult, error) {
+	if len(items) > maxTxItems {
+		return nil, fmt.Errorf("%s: %w: the write needs %d items, more than the %d one DynamoDB transaction holds", op, warrant.ErrInvalid, len(items), maxTxItems)
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: make([]types.TransactWriteItem, len(items))}
+	for i, it := range items {
+		in.TransactItems[i] = it.item
+	}
+	var last error
+	for attempt := 1; attempt <= c.attempts; attempt++ {
+		in.ClientRequestToken = aws.String(fmt.Sprintf("%s-%d", wid, attempt))
+		_, err := c.db.TransactWriteItems(ctx, in)
+		if err == nil {
+			return nil, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return nil, cclassify(op, err)
+		}
+		res := &txResult{failed: map[role]bool{}, old: map[role]map[string]types.AttributeValue{}}
+		retry := false
+		for i, r := range tce.CancellationReasons {
+			code := aws.ToString(r.Code)
+			switch code {
+			case "", "None":
+			case "ConditionalCheckFailed":
+				res.failed[items[i].role] = true
+				if r.Item != nil {
+					res.old[items[i].role] = r.Item
+					if sval(r.Item, "wid") == wid {
+						res.own = true
+					}
+				}
+			case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+				retry = true
+			default:
+				return nil, fmt.Errorf("%s: transaction cancelled: %s: %v", op, code, err)
+			}
+		}
+		if res.own {
+			return nil, nil // an earlier attempt of this very write committed
+		}
+		if len(res.failed) > 0 {
+			return res, nil
+		}
+		if !retry {
+			return nil, cclassify(op, err)
+		}
+		last = err
+		c.log.WarnContext(ctx, "catalog transaction re-sent", "op", op, "attempt", attempt, "reason", cancelCode(tce.CancellationReasons))
+		if attempt < c.attempts {
+			d := c.backoff << (attempt - 1)
+			d = d/2 + time.Duration(mrand.Int64N(int64(d)))
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, cclassify(op, ctx.Err())
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: cancelled %d times by conflicting or throttled items: %v", op, warrant.ErrUnavailable, c.attempts, last)
+}
+
+// auditItems validates a and returns the items that append its records and advance the
+// head from a.Prev: the REC# items (records packed by size) and the conditional head update.
+func (c *Catalog) auditItems(op string, a warrant.AuditAppend, wid string) ([]txItem, error) {
+	if len(a.Records) == 0 {
+		return nil, nil
+	}
+	prev := a.Prev
+	for _, r := range a.Records {
+		if r.Seq != prev.Seq+1 || r.PrevHash != prev.Hash || len(r.Hash) != 64 {
+			return nil, fmt.Errorf("%s: audit record %d does not link to the head %d: %w", op, r.Seq, prev.Seq, warrant.ErrInvalid)
+		}
+		prev = warrant.AuditHead{Seq: r.Seq, Hash: r.Hash}
+	}
+	var items []txItem
+	var batch []recordJSON
+	size := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		b, _ := json.Marshal(batch)
+		last := batch[len(batch)-1].Seq
+		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table,
+			Item:                with(keyOf(pkAudit, skRecords(last)), "first", num(batch[0].Seq), "last", num(last), "recs", bin(b)),
+			ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+		batch, size = nil, 0
+	}
+	for _, r := range a.Records {
+		rj := recordJSON{r.Seq, r.Type, r.Actor, r.At.UTC().Format(time.RFC3339Nano), r.PrevHash, r.Hash, r.Body, r.KeyID, r.Signature}
+		n := len(r.Body)*4/3 + len(r.Signature)*4/3 + len(r.Type) + len(r.Actor) + 300
+		if size+n > chunkBytes {
+			flush()
+		}
+		batch = append(batch, rj)
+		size += n
+	}
+	flush()
+	head := types.Update{TableName: c.table, Key: keyOf(pkAudit, skHead),
+		UpdateExpression:                    aws.String("SET seq = :new, #h = :hash, wid = :wid"),
+		ExpressionAttributeNames:            map[string]string{"#h": "hash"},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	vals := map[string]types.AttributeValue{":new": num(prev.Seq), ":hash": str(prev.Hash), ":wid": str(wid)}
+	if a.Prev.Seq == 0 {
+		head.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		head.ConditionExpression = aws.String("seq = :seq AND #h = :prev")
+		vals[":seq"], vals[":prev"] = num(a.Prev.Seq), str(a.Prev.Hash)
+	}
+	head.ExpressionAttributeValues = vals
+	items = append(items, txItem{item: types.TransactWriteItem{Update: &head}, role: roleHead})
+	return items, nil
+}
+
+// AddServer implements warrant.Catalog: one TransactWriteItems putting SERVERS/SRV#name
+// with attribute_not_exists (and the audit records); on a failed condition the stored
+// server is compared: identical is a no-op, different ErrConflict.
+func (c *Catalog) AddServer(ctx context.Context, s warrant.Server, a warrant.AuditAppend) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	op := "add server " + s.Name
+	wid, err := c.writeID()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	aud, err := c.auditItems(op, a, wid)
+	if err != nil {
+		return err
+	}
+	item := with(keyOf(pkServers, skServer(s.Name)), "name", str(s.Name), "url", str(s.URL), "allow_private", boolean(s.AllowPrivate),
+		"headers", str(headersJSON(s.Headers)), "added_at", tstr(s.AddedAt), "added_by", str(s.AddedBy), "last_crawl", num(0), "last_source_crawl", num(0), "wid", str(wid))
+	items := append([]txItem{{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"), ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}, role: roleServer}}, aud...)
+	res, err := c.transact(ctx, op, wid, items)
+	if err != nil || res == nil {
+		return err
+	}
+	if res.failed[roleServer] {
+		old, err := c.Server(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		if old.URL == s.URL && old.AllowPrivate == s.AllowPrivate && slices.Equal(old.Headers, s.Headers) {
+			return nil
+		}
+		return fmt.Errorf("%s: %w: a different server has this name", op, warrant.ErrConflict)
+	}
+	return fmt.Errorf("%s: %w: the audit log moved on", op, warrant.ErrConflict)
+}
+
+func validateCrawl(r warrant.CrawlRecord) error {
+	cr := r.Crawl
+	if warrant.ValidateServerName(cr.Server) != nil || cr.Seq < 1 {
+		return fmt.Errorf("crawl %q #%d: %w", cr.Server, cr.Seq, warrant.ErrInvalid)
+	}
+	for i, o := range cr.Observations {
+		if !toolKeyOK(o.Tool) || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
+			return fmt.Errorf("crawl %s #%d: observation %q: a tool name and exactly one of a digest or a refusal: %w", cr.Server, cr.Seq, o.Tool, warrant.ErrInvalid)
+		}
+		if i > 0 && cr.Observations[i-1].Tool >= o.Tool {
+			return fmt.Errorf("crawl %s #%d: observations must be sorted by tool with unique names: %w", cr.Server, cr.Seq, warrant.ErrInvalid)
+		}
+	}
+	for _, v := range r.Versions {
+		if v.Server != cr.Server || !toolKeyOK(v.Tool) || !v.Digest.Valid() || warrant.DigestOf(v.Canonical) != v.Digest {
+			return fmt.Errorf("crawl %s #%d: version %s/%s %s: not this server's, or its digest is not its bytes': %w", cr.Server, cr.Seq, v.Server, v.Tool, v.Digest, warrant.ErrInvalid)
+		}
+	}
+	for _, p := range r.Proposals {
+		if p.Server != cr.Server || !toolKeyOK(p.Tool) || !p.Digest.Valid() {
+			return fmt.Errorf("crawl %s #%d: proposal %s/%s: %w", cr.Server, cr.Seq, p.Server, p.Tool, warrant.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// RecordCrawl implements warrant.Catalog (catalog.md): it reads the server
+// and its index, then writes one TransactWriteItems: the server's last_crawl advanced on
+// the condition last_crawl = seq-1, the crawl item(s), each new version put with
+// attribute_not_exists, the index if it changed, and the audit records with the head.
+func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warrant.AuditAppend) error {
+	if err := validateCrawl(r); err != nil {
+		return err
+	}
+	cr := r.Crawl
+	op := fmt.Sprintf("record crawl %s #%d", cr.Server, cr.Seq)
+	srv, err := c.get(ctx, op, pkServers, skServer(cr.Server))
+	if err != nil {
+		return err
+	}
+	if srv == nil {
+		return fmt.Errorf("%s: server %q: %w", op, cr.Server, warrant.ErrNotFound)
+	}
+	if last := nval(srv, "last_crawl"); last+1 != cr.Seq {
+		return fmt.Errorf("%s: the server's last crawl is %d: %w", op, last, warrant.ErrConflict)
+	}
+	ix, err := c.index(ctx, cr.Server)
+	if err != nil {
+		return err
+	}
+	before, _ := json.Marshal(ix)
+	wid, err := c.writeID()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	pk := pkServer(cr.Server)
+	lsc := nval(srv, "last_source_crawl")
+	if cr.Source == warrant.SourceCrawl {
+		lsc = cr.Seq
+	}
+	items := []txItem{{role: roleServer, item: types.TransactWriteItem{Update: &types.Update{TableName: c.table, Key: keyOf(pkServers, skServer(cr.Server)),
+		UpdateExpression:                    aws.String("SET last_crawl = :seq, last_source_crawl = :lsc, wid = :wid"),
+		ConditionExpression:                 aws.String("last_crawl = :prev"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":seq": num(cr.Seq), ":lsc": num(lsc), ":prev": num(cr.Seq - 1), ":wid": str(wid)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}}
+	// The crawl item, its observations packed in chunks.
+	obs := obsJSON(cr.Observations)
+	for k := 0; k == 0 || k*chunkBytes < len(obs); k++ {
+		part := obs[k*chunkBytes : min(len(obs), (k+1)*chunkBytes)]
+		sk := skCrawl(cr.Seq)
+		if k > 0 {
+			sk += fmt.Sprintf("#%04d", k)
+		}
+		item := with(keyOf(pk, sk), "obs", bin(part))
+		if k == 0 {
+			item = with(item, "source", str(string(cr.Source)), "started_at", tstr(cr.StartedAt), "finished_at", tstr(cr.FinishedAt), "by", str(cr.By),
+				"tools", num(int64(len(cr.Observations))))
+		}
+		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+	}
+	// Versions, put if absent; one already stored must hold the same bytes.
+	for _, v := range r.Versions {
+		t := ix.Tools[v.Tool]
+		if t != nil && slices.Contains(t.Versions, v.Digest) {
+			old, err := c.Version(ctx, cr.Server, v.Tool, v.Digest)
+			if err != nil {
+				return err
+			}
+			if string(old.Canonical) != string(v.Canonical) {
+				return fmt.Errorf("%s: version %s/%s is stored with other bytes: %w", op, v.Tool, string(v.Digest), warrant.ErrConflict)
+			}
+			continue
+		}
+		if t == nil {
+			t = &toolIndex{}
+			ix.Tools[v.Tool] = t
+		}
+		t.Versions = append(t.Versions, v.Digest)
+		items = append(items, txItem{role: roleVersion, item: types.TransactWriteItem{Put: &types.Put{TableName: c.table,
+			Item: with(keyOf(pk, skVersion(v.Tool, v.Digest)), "tool", str(v.Tool), "digest", str(string(v.Digest)), "canonical", bin(v.Canonical),
+				"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)),
+			ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+	}
+	// Proposals: recorded in the index (the versions carry the history of when they were
+	// first seen); one already there is left as it is.
+	for _, p := range r.Proposals {
+		t := ix.Tools[p.Tool]
+		if t == nil || !slices.Contains(t.Versions, p.Digest) {
+			return fmt.Errorf("%s: proposal %s %s names no version of the tool: %w", op, p.Tool, p.Digest, warrant.ErrInvalid)
+		}
+		if !slices.ContainsFunc(t.Proposals, func(x proposalIndex) bool { return x.Digest == p.Digest }) {
+			t.Proposals = append(t.Proposals, proposalIndex{Digest: p.Digest, At: p.OpenedAt.UTC(), Crawl: p.Crawl})
+		}
+	}
+	if cr.Source == warrant.SourceCrawl {
+		listed := map[string]bool{}
+		for _, o := range cr.Observations {
+			listed[o.Tool] = true
+			t := ix.Tools[o.Tool]
+			if t == nil {
+				t = &toolIndex{}
+				ix.Tools[o.Tool] = t
+			}
+			t.Seen, t.Gone, t.Cur, t.Ref = true, 0, o.Digest, o.Refused
+			if o.Digest != "" && (len(t.Order) == 0 || t.Order[len(t.Order)-1] != o.Digest) {
+				t.Order = append(slices.DeleteFunc(t.Order, func(d warrant.Digest) bool { return d == o.Digest }), o.Digest)
+			}
+		}
+		for name, t := range ix.Tools {
+			if !listed[name] && t.Seen && t.Gone == 0 {
+				t.Gone = nval(srv, "last_source_crawl")
+			}
+		}
+	}
+	if after, _ := json.Marshal(ix); string(after) != string(before) {
+		if len(after) > 350<<10 {
+			return fmt.Errorf("%s: the server's index would exceed 350 KB (too many tools or versions for one server): %w", op, warrant.ErrInvalid)
+		}
+		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: with(keyOf(pk, skIndex), "idx", bin(after))}}})
+	}
+	aud, err := c.auditItems(op, a, wid)
+	if err != nil {
+		return err
+	}
+	items = append(items, aud...)
+	res, err := c.transact(ctx, op, wid, items)
+	if err != nil || res == nil {
+		return err
+	}
+	switch {
+	case res.failed[roleServer]:
+		return fmt.Errorf("%s: another crawl of the server was recorded first: %w", op, warrant.ErrConflict)
+	case res.failed[roleHead]:
+		return fmt.Errorf("%s: the audit log moved on: %w", op, warrant.ErrConflict)
+	default:
+		return fmt.Errorf("%s: an item it writes exists already: %w", op, warrant.ErrConflict)
+	}
+}
+
+// Decide implements warrant.Catalog: it reads the version and the tool's approval item,
+// then writes one TransactWriteItems: the approval item updated on the condition that its
+// approved digest is still d.Expect (and its decision count unchanged), the decision item
+// put with attribute_not_exists, and the audit records with the head. A failure only of
+// the count (a concurrent decision that left the approval as expected) is re-read and
+// re-sent, at most MaxTxAttempts times.
+func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.AuditAppend) error {
+	switch d.Kind {
+	case warrant.DecisionApproved, warrant.DecisionRejected, warrant.DecisionRolledBack:
+	default:
+		return fmt.Errorf("decision %q: %w", d.Kind, warrant.ErrInvalid)
+	}
+	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) || warrant.ValidateServerName(d.Server) != nil || !toolKeyOK(d.Tool) {
+		return fmt.Errorf("decision on %s/%s: malformed server, tool or digest: %w", d.Server, d.Tool, warrant.ErrInvalid)
+	}
+	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
+	if _, err := c.Version(ctx, d.Server, d.Tool, d.Digest); err != nil {
+		return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, err)
+	}
+	wid, err := c.writeID()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	aud, err := c.auditItems(op, a, wid)
+	if err != nil {
+		return err
+	}
+	for range c.attempts {
+		item, err := c.get(ctx, op, pkApprovals, skApproval(d.Server, d.Tool))
+		if err != nil {
+			return err
+		}
+		st := approvalOf(item)
+		if st.approved != d.Expect {
+			return fmt.Errorf("%s: the approved digest is %q, not %q as read: %w", op, st.approved, d.Expect, warrant.ErrConflict)
+		}
+		next := st.approved
+		switch d.Kind {
+		case warrant.DecisionApproved, warrant.DecisionRolledBack:
+			next = d.Digest
+		case warrant.DecisionRejected:
+			if st.approved == d.Digest {
+				next = ""
+			}
+		}
+		st.kinds[d.Digest] = d.Kind
+		kinds, _ := json.Marshal(st.kinds)
+		n := st.n + 1
+		set := "SET #s = :server, tool = :tool, n = :n, kinds = :kinds, wid = :wid"
+		vals := map[string]types.AttributeValue{":server": str(d.Server), ":tool": str(d.Tool), ":n": num(n), ":kinds": str(string(kinds)), ":wid": str(wid)}
+		if next != "" {
+			set += ", approved = :next, #by = :by, #at = :at"
+			vals[":next"], vals[":by"], vals[":at"] = str(string(next)), str(d.Actor), tstr(d.At)
+		} else {
+			set += " REMOVE approved, #by, #at"
+		}
+		cond := "attribute_not_exists(pk)"
+		if st.exists {
+			cond = "n = :prevn AND "
+			vals[":prevn"] = num(st.n)
+			if d.Expect == "" {
+				cond += "attribute_not_exists(approved)"
+			} else {
+				cond += "approved = :expect"
+				vals[":expect"] = str(string(d.Expect))
+			}
+		}
+		items := []txItem{{role: roleApproval, item: types.TransactWriteItem{Update: &types.Update{TableName: c.table, Key: keyOf(pkApprovals, skApproval(d.Server, d.Tool)),
+			UpdateExpression: aws.String(set), ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+			ExpressionAttributeNames:            map[string]string{"#s": "server", "#by": "by", "#at": "at"},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}},
+			{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+				Item: with(keyOf(pkServer(d.Server), skDecision(d.Tool, n)), "tool", str(d.Tool), "digest", str(string(d.Digest)), "kind", str(string(d.Kind)),
+					"actor", str(d.Actor), "at", tstr(d.At), "expect", str(string(d.Expect)), "accepted_suspicious", boolean(d.AcceptedSuspicious), "note", str(d.Note))}}}}
+		items = append(items, aud...)
+		res, err := c.transact(ctx, op, wid, items)
+		if err != nil || res == nil {
+			return err
+		}
+		if res.failed[roleHead] {
+			return fmt.Errorf("%s: the audit log moved on since it was read: %w", op, warrant.ErrConflict)
+		}
+		if old := res.old[roleApproval]; res.failed[roleApproval] && old != nil && warrant.Digest(sval(old, "approved")) == d.Expect {
+			continue // only the decision count moved: read again and re-send
+		}
+		return fmt.Errorf("%s: the approval changed since it was read: %w", op, warrant.ErrConflict)
+	}
+	return fmt.Errorf("%s: %w: concurrent decisions on the tool", op, warrant.ErrUnavailable)
+}
+
+// AppendAudit implements warrant.Catalog: one TransactWriteItems of the records and the
+// conditional head update.
+func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error {
+	if len(a.Records) == 0 {
+		return fmt.Errorf("append audit: no records: %w", warrant.ErrInvalid)
+	}
+	wid, err := c.writeID()
+	if err != nil {
+		return fmt.Errorf("append audit: %w", err)
+	}
+	items, err := c.auditItems("append audit", a, wid)
+	if err != nil {
+		return err
+	}
+	res, err := c.transact(ctx, "append audit", wid, items)
+	if err != nil || res == nil {
+		return err
+	}
+	return fmt.Errorf("append audit: the head is no longer %d: %w", a.Prev.Seq, warrant.ErrConflict)
+}
+
+
