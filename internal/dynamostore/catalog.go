@@ -367,7 +367,9 @@ func versionOf(server string, item map[string]types.AttributeValue) warrant.Vers
 		FirstSeenAt: tval(item, "first_seen_at"), FirstSeenBy: sval(item, "first_seen_by"), FirstCrawl: nval(item, "first_crawl")}
 }
 
-func toolKeyOK(tool string) bool { return tool != "" && len(tool) <= maxKeyPart && utf8.ValidString(tool) }
+func toolKeyOK(tool string) bool {
+	return tool != "" && len(tool) <= maxKeyPart && utf8.ValidString(tool)
+}
 
 // Version implements warrant.Catalog: one GetItem.
 func (c *Catalog) Version(ctx context.Context, server, tool string, d warrant.Digest) (warrant.Version, error) {

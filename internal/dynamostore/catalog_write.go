@@ -495,5 +495,3 @@ func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error 
 	}
 	return fmt.Errorf("append audit: the head is no longer %d: %w", a.Prev.Seq, warrant.ErrConflict)
 }
-
-
