@@ -29,6 +29,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/gatewayconf"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
+	"github.com/agentgate-dev/agentgate/test/extmcp/standin"
 )
 
 const refresh = 100 * time.Millisecond
@@ -96,7 +97,7 @@ func startStack(t *testing.T, server, upstream string, approve ...string) *stack
 		}
 	})
 	s.emit(lis.Addr().String())
-	gw := httptest.NewServer(newStandIn(t, s.config))
+	gw := httptest.NewServer(standin.New(t, s.config))
 	t.Cleanup(gw.Close)
 	s.gatewayURL = gw.URL + gatewayconf.PathPrefix(server) + "mcp"
 	return s

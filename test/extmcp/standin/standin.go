@@ -1,4 +1,4 @@
-package extmcp_test
+package standin
 
 import (
 	"bufio"
@@ -22,8 +22,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/gatewayconf"
 )
 
-// standIn is a small MCP proxy that plays agentgateway for these tests (the real gateway
-// cannot be installed here). It reads the configuration `toolwarrant emit` wrote and does
+// standIn is a small MCP proxy that plays agentgateway. It reads the configuration `toolwarrant emit` wrote and does
 // what the gateway does with it (docs/extmcp.md): per route, mcpAuthorization filters the
 // tools/list result and denies calls to tools no rule allows (-32602, HTTP 400); the
 // mcpGuardrails processor is called on the phases its methods map selects, with exactly
@@ -31,7 +30,6 @@ import (
 // phase); a gRPC failure is a denial under failClosed and a pass under failOpen. It
 // forwards everything else to the upstream unchanged.
 type standIn struct {
-	t      *testing.T
 	routes []*standRoute
 	http   *http.Client
 }
@@ -45,13 +43,16 @@ type standRoute struct {
 	allowed                  map[string]bool // nil: no allow rules (everything allowed)
 }
 
-func newStandIn(t *testing.T, config []byte) *standIn {
+// New returns the stand-in gateway for config (an agentgateway standalone configuration
+// as emit writes it: one target, path prefix and remote processor per route). Its gRPC
+// connections are closed when the test ends.
+func New(t testing.TB, config []byte) http.Handler {
 	t.Helper()
 	g, err := gatewayconf.Parse(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &standIn{t: t, http: &http.Client{Timeout: 30 * time.Second}}
+	s := &standIn{http: &http.Client{Timeout: 30 * time.Second}}
 	conns := map[string]*grpc.ClientConn{}
 	for _, r := range g.Routes {
 		if len(r.Targets) != 1 || len(r.Paths) != 1 || len(r.Processors) != 1 {
