@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/extmcp"
+	"github.com/agentgate-dev/agentgate/internal/logx"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// storeFlag is the --store flag of serve, emit and verify-gateway: where approvals are
+// read. "" or "catalog" is the SQLite catalog (--catalog); "evidence:PATH" a JSON
+// evidence file (docs/extmcp.md).
+const storeHelp = "where approvals are read: `catalog` (the --catalog file, the default) or evidence:PATH (a JSON evidence file, docs/extmcp.md)"
+
+// evidenceStore is what serve, emit and verify-gateway read: the approved set and the
+// servers' URLs, from the catalog or from an evidence file.
+type evidenceStore struct {
+	source extmcp.Source
+	// recorder receives the processor's observations (nil: none is available).
+	recorder extmcp.Recorder
+	// servers returns the servers with their URLs and tools.
+	servers func(ctx context.Context) (*extmcp.EvidenceDoc, error)
+	close   func()
+}
+
+// openStore opens --store. writable asks for a store that can record observations.
+func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (*evidenceStore, error) {
+	if path, ok := strings.CutPrefix(store, "evidence:"); ok {
+		if path == "" {
+			return nil, cli.Usage(cmd, "--store evidence:PATH needs a path")
+		}
+		f := &extmcp.EvidenceFile{Path: path}
+		return &evidenceStore{source: f, close: func() {}, servers: func(ctx context.Context) (*extmcp.EvidenceDoc, error) {
+			data, err := readFileLimited(path, 64<<20)
+			if err != nil {
+				return nil, err
+			}
+			return extmcp.ParseEvidence(data)
+		}}, nil
+	}
+	if store != "" && store != "catalog" {
+		return nil, cli.Usage(cmd, "--store %q: use catalog or evidence:PATH", store)
+	}
+	// The processor only reads the catalog; observations are written through the warrant
+	// service once it implements extmcp.GatewayObserver (then with the log key).
+	_, canObserve := any((*warrant.Service)(nil)).(extmcp.GatewayObserver)
+	cat, svc, _, err := a.open(ctx, cmd, !canObserve)
+	if err != nil {
+		return nil, err
+	}
+	st := &evidenceStore{source: extmcp.CatalogSource{Catalog: cat}, close: func() { cat.Close() }}
+	if o, ok := any(svc).(extmcp.GatewayObserver); ok {
+		st.recorder = extmcp.CatalogRecorder(o)
+	}
+	st.servers = func(ctx context.Context) (*extmcp.EvidenceDoc, error) {
+		servers, err := cat.Servers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tools, err := cat.Tools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		doc := &extmcp.EvidenceDoc{}
+		for _, s := range servers {
+			es := extmcp.EvidenceServer{Name: s.Name, URL: s.URL}
+			for _, t := range tools {
+				if t.Server != s.Name {
+					continue
+				}
+				et := extmcp.EvidenceTool{Name: t.Tool, Approved: string(t.Approved)}
+				if t.State() != warrant.StateRemoved {
+					et.Crawled = string(t.Current)
+				}
+				es.Tools = append(es.Tools, et)
+			}
+			doc.Servers = append(doc.Servers, es)
+		}
+		return doc, nil
+	}
+	return st, nil
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var (
+		servers                    []string
+		listen, metrics, store     string
+		observations, logLevel     string
+		refresh, staleness, decide time.Duration
+		maxMessage, maxReply       int
+		probe                      bool
+	)
+	c := &cobra.Command{
+		Use:   "serve --server NAME [--server NAME...]",
+		Short: "Run the fail-closed ExtMcp processor agentgateway calls on every tools/list and tools/call",
+		Long: `Serve agentgateway's ExtMcp (mcpGuardrails) gRPC protocol on --listen (plaintext HTTP/2,
+meant for localhost beside the gateway) for the named upstream servers; with several
+--server flags one process dispatches on the gateway's service_names.
+
+On every tools/list result it removes each tool whose live digest (RFC 8785 of the tool
+object exactly as received) is not the approved digest, keeping every other byte of the
+result; a tool it has never seen is dropped and recorded as an observation. On every
+tools/call it passes only if the last listing it saw and the last crawl both show the
+approved digest, and otherwise denies with PERMISSION_DENIED naming that tool and its
+state. Anything it cannot decide is denied: approvals older than --staleness, malformed
+JSON, a method it does not decide, an oversized message or reply, a panic, a deadline.
+
+Approvals are held in memory and re-read every --refresh: a re-approval, rejection or
+rollback takes effect within one refresh interval. grpc.health.v1 reports SERVING while
+every server's approvals are fresh. Prometheus metrics are served on --metrics at
+/metrics. SIGTERM drains in-flight calls, then writes the queued observations.
+
+--probe checks the health of a processor already running at --listen and exits (for
+container health checks, where distroless images have no shell).` +
+			"\n\nExit codes:\n  0  shut down cleanly on a signal (or, with --probe, SERVING)\n  1  with --probe: NOT_SERVING\n  2  could not start: usage error, unreadable catalog, address in use (or, with --probe, unreachable)",
+		Example: "  toolwarrant serve --server weather --listen 127.0.0.1:9001\n" +
+			"  toolwarrant serve --server weather --server github --refresh 2s --staleness 20s --metrics 127.0.0.1:9464\n" +
+			"  toolwarrant serve --probe --listen 127.0.0.1:9001",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if probe {
+				return probeHealth(ctx, a.env.Stdout, listen)
+			}
+			if len(servers) == 0 {
+				return cli.Usage(cmd, "name at least one --server")
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return cli.Usage(cmd, "--log-level %q: use debug, info, warn or error", logLevel)
+			}
+			log := logx.New(a.env.Stderr, level)
+			st, err := a.openStore(ctx, cmd, store)
+			if err != nil {
+				return err
+			}
+			defer st.close()
+			rec := st.recorder
+			if observations != "" {
+				rec = &extmcp.JSONLRecorder{Path: observations}
+			}
+			if rec == nil {
+				log.WarnContext(ctx, "extmcp: observations are only logged: this catalog cannot record them yet; pass --observations FILE to keep them")
+			}
+			p, err := extmcp.New(extmcp.Config{Servers: servers, Source: st.source, Recorder: rec, Refresh: refresh, Staleness: staleness,
+				DecisionTimeout: decide, MaxMessageBytes: maxMessage, MaxReplyBytes: maxReply, Logger: log})
+			if err != nil {
+				return cli.Usage(cmd, "%v", err)
+			}
+			lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("listen on %s: %v", listen, err))
+			}
+			if metrics != "" {
+				ml, err := (&net.ListenConfig{}).Listen(ctx, "tcp", metrics)
+				if err != nil {
+					lis.Close()
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("metrics: listen on %s: %v", metrics, err))
+				}
+				mux := http.NewServeMux()
+				mux.Handle("/metrics", p.Metrics().Handler())
+				ms := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go func() { _ = ms.Serve(ml) }()
+				defer ms.Close()
+				log.InfoContext(ctx, "extmcp: metrics", slog.String("addr", ml.Addr().String()))
+			}
+			fmt.Fprintf(a.env.Stderr, "serving ExtMcp for %s on %s\n", strings.Join(servers, ", "), lis.Addr())
+			if err := extmcp.Serve(ctx, lis, p, extmcp.ServeOptions{}); err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&servers, "server", nil, "upstream `NAME` to decide for (the gateway target and catalog server name); repeat for several")
+	f.StringVar(&listen, "listen", "127.0.0.1:9001", "gRPC listen `ADDRESS` (h2c)")
+	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://`ADDRESS`/metrics (off when empty)")
+	f.StringVar(&store, "store", "catalog", storeHelp)
+	f.StringVar(&observations, "observations", "", "append observations (tools listed but not served) as JSON lines to `FILE`")
+	f.DurationVar(&refresh, "refresh", extmcp.DefaultRefresh, "re-read approvals this often")
+	f.DurationVar(&staleness, "staleness", extmcp.DefaultStaleness, "deny everything when approvals are older than this")
+	f.DurationVar(&decide, "decision-timeout", extmcp.DefaultDecisionTimeout, "deny a decision that takes longer")
+	f.IntVar(&maxMessage, "max-message-bytes", extmcp.DefaultMaxMessageBytes, "deny messages larger than this")
+	f.IntVar(&maxReply, "max-reply-bytes", extmcp.DefaultMaxReplyBytes, "deny instead of replying with more than this (gateways before v1.4.1 refuse replies over 4 MiB)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr unless it is a terminal)")
+	f.BoolVar(&probe, "probe", false, "check the health of the processor at --listen and exit")
+	return c
+}
+
+// probeHealth asks grpc.health.v1 at addr for the ExtMcp service's status.
+func probeHealth(ctx context.Context, w io.Writer, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("probe %s: %v", addr, err))
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: extmcp.ServiceName})
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("probe %s: %v", addr, err))
+	}
+	fmt.Fprintln(w, res.GetStatus().String())
+	if res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return cli.Found()
+	}
+	return nil
+}
+
+// readFileLimited reads a file of at most max bytes.
+func readFileLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
+}
