@@ -78,6 +78,9 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
 	root.AddCommand(a.initCmd(), a.trustCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(),
 		a.decideCmd(warrant.DecisionApproved), a.decideCmd(warrant.DecisionRejected), a.decideCmd(warrant.DecisionRolledBack),
 		a.auditCmd(), a.versionCmd())
+	root.AddCommand(newServeCmd(a))
+	root.AddCommand(newEmitCmd(a))
+	root.AddCommand(newVerifyGatewayCmd(a))
 	return root
 }
 
