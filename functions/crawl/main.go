@@ -1,0 +1,62 @@
+// Command crawl is the toolwarrant crawl Lambda: on an EventBridge schedule (or a manual
+// event naming servers) it lists every registered MCP server through the SSRF-guarded
+// crawler and records observations, versions and proposals in DynamoDB with KMS-signed
+// audit entries (internal/app/awsapp.CrawlHandler). Configuration: CATALOG_TABLE,
+// AUDIT_KMS_KEY, CRAWL_ROLE_ARN, TOOLWARRANT_SERVERS, CRAWL_DEADLINE_MARGIN and the
+// TOOLWARRANT_CRAWL_* bounds (internal/config).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/crawler"
+)
+
+type handlerFunc = func(context.Context, json.RawMessage) (awsapp.CrawlResult, error)
+
+// newHandler does all the cold-start work: config, AWS config (unless given), catalog,
+// KMS key, the configured servers.
+func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, o awsapp.WarrantOptions, cc crawler.Config, log *slog.Logger) (handlerFunc, error) {
+	c, err := config.LoadWarrantAWS(getenv, config.WarrantAWSNeeds{CrawlRole: true})
+	if err != nil {
+		return nil, err
+	}
+	bounds, err := config.LoadToolwarrant(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if awsCfg == nil {
+		cfg, err := awsapp.WarrantAWSConfig(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		awsCfg = &cfg
+	}
+	w, err := awsapp.NewWarrant(ctx, *awsCfg, c, c.CrawlRole, log, o)
+	if err != nil {
+		return nil, err
+	}
+	d := awsapp.CrawlDeps{Warrant: w, Config: c, Bounds: bounds, Getenv: getenv, Crawler: cc, Logger: log}
+	if err := awsapp.RegisterServers(ctx, d); err != nil {
+		return nil, err
+	}
+	return awsapp.CrawlHandler(d), nil
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	h, err := newHandler(context.Background(), os.Getenv, nil, awsapp.WarrantOptions{}, crawler.Config{}, log)
+	if err != nil {
+		log.Error("crawl: cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}

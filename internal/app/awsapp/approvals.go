@@ -1,0 +1,264 @@
+package awsapp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"github.com/agentgate-dev/agentgate/internal/iamattest"
+	"github.com/agentgate-dev/agentgate/internal/signer"
+	"github.com/agentgate-dev/agentgate/internal/trust"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// ApprovalsHandler is the approvals API behind API Gateway (HTTP API, AWS_IAM
+// authorization on every route):
+//
+//	GET  /v1/proposals                                   pending versions, graded, and the audit head
+//	GET  /v1/servers/{server}/tools/{tool}/diff?from=&to= the graded diff of two versions
+//	POST /v1/servers/{server}/tools/{tool}/decisions     approve, reject or roll back one exact digest
+//
+// The decider is the caller's IAM principal ARN from the request context (API Gateway
+// verified its SigV4 signature); a request without one is refused. A decision is recorded
+// with part 2's rules: the exact digest of a recorded version, over the audit head the
+// caller read (refused if the log moved), never by the crawl role nor by an identity that
+// crawled that digest, suspicious text only with acceptSuspicious; its audit entry is
+// signed by the KMS log key and attests the principal (internal/iamattest).
+func ApprovalsHandler(w *Warrant, crawlRole string, log *slog.Logger) http.Handler {
+	a := &approvals{w: w, crawlRole: crawlRole, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/proposals", a.proposals)
+	mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/diff", a.diff)
+	mux.HandleFunc("POST /v1/servers/{server}/tools/{tool}/decisions", a.decide)
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		writeErr(rw, r, log, fmt.Errorf("%w: no route %s %s", errRoute, r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type approvals struct {
+	w         *Warrant
+	crawlRole string
+	log       *slog.Logger
+}
+
+var (
+	errRoute     = errors.New("not found")
+	errForbidden = errors.New("forbidden")
+)
+
+// principal returns the caller's IAM principal ARN from the API Gateway request context.
+func principal(r *http.Request) (string, string) {
+	rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
+	if !ok || rc.Authorizer == nil || rc.Authorizer.IAM == nil {
+		return "", rc.RequestID
+	}
+	return rc.Authorizer.IAM.UserARN, rc.RequestID
+}
+
+func writeJSON(rw http.ResponseWriter, status int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	enc := json.NewEncoder(rw)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeErr is the one error-to-status mapping of the approvals API. Internal errors are
+// logged and answered with a generic message and the request ID.
+func writeErr(rw http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	_, reqID := principal(r)
+	status, msg := http.StatusInternalServerError, "internal error (request "+reqID+")"
+	switch {
+	case errors.Is(err, errRoute), errors.Is(err, warrant.ErrNotFound):
+		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, errForbidden):
+		status, msg = http.StatusForbidden, err.Error()
+	case errors.Is(err, warrant.ErrConflict):
+		status, msg = http.StatusConflict, err.Error()
+	case errors.Is(err, warrant.ErrInvalid):
+		status, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, warrant.ErrUnavailable), errors.Is(err, signer.ErrUnavailable):
+		rw.Header().Set("Retry-After", "5")
+		status, msg = http.StatusServiceUnavailable, "temporarily unavailable; nothing was recorded; retry: "+err.Error()
+	}
+	if status >= 500 {
+		log.ErrorContext(r.Context(), "approvals request failed", slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("error", err.Error()), slog.String("request_id", reqID))
+	}
+	writeJSON(rw, status, map[string]string{"error": msg})
+}
+
+func (a *approvals) caller(r *http.Request) (string, error) {
+	p, _ := principal(r)
+	if p == "" {
+		return "", fmt.Errorf("%w: no IAM principal in the request context: the route must use AWS_IAM authorization", errForbidden)
+	}
+	return p, nil
+}
+
+func (a *approvals) proposals(rw http.ResponseWriter, r *http.Request) {
+	if _, err := a.caller(r); err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	head, err := a.w.Catalog.AuditHead(r.Context())
+	if err == nil {
+		var rows []warrant.ToolRow
+		if rows, err = a.w.Service.List(r.Context(), true); err == nil {
+			writeJSON(rw, http.StatusOK, map[string]any{"auditHead": head, "proposals": rows})
+			return
+		}
+	}
+	writeErr(rw, r, a.log, err)
+}
+
+func (a *approvals) diff(rw http.ResponseWriter, r *http.Request) {
+	if _, err := a.caller(r); err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	ctx := r.Context()
+	head, err := a.w.Catalog.AuditHead(ctx)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	dv, err := a.w.Service.Diff(ctx, r.PathValue("server"), r.PathValue("tool"), r.URL.Query().Get("from"), r.URL.Query().Get("to"))
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	out := map[string]any{"auditHead": head, "server": dv.Server, "tool": dv.Tool, "from": dv.From, "to": dv.To,
+		"grade": dv.Drift.Grade, "rules": dv.Drift.Rules(), "drift": dv.Drift, "toInspection": dv.ToInspection, "fromInspection": dv.FromInspection,
+		"toDefinition": json.RawMessage(dv.ToVersion.Canonical)}
+	if dv.From != "" {
+		out["fromDefinition"] = json.RawMessage(dv.FromVersion.Canonical)
+	}
+	writeJSON(rw, http.StatusOK, out)
+}
+
+// DecisionRequest is the body of POST …/decisions.
+type DecisionRequest struct {
+	// Decision is approved, rejected or rolled_back.
+	Decision warrant.DecisionKind `json:"decision"`
+	// Digest is the exact digest (sha256: and 64 hex digits).
+	Digest warrant.Digest `json:"digest"`
+	// AuditHead is the head the caller read (from /v1/proposals or the diff): the
+	// decision is recorded only if it is still the head.
+	AuditHead *warrant.AuditHead `json:"auditHead"`
+	// AcceptSuspicious decides although the version has suspicious text (recorded).
+	AcceptSuspicious bool   `json:"acceptSuspicious"`
+	Note             string `json:"note"`
+}
+
+func (a *approvals) decide(rw http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	who, err := a.caller(r)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	_, reqID := principal(r)
+	server, tool := r.PathValue("server"), r.PathValue("tool")
+	var req DecisionRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeErr(rw, r, a.log, fmt.Errorf("%w: the body is not a decision: %v", warrant.ErrInvalid, err))
+		return
+	}
+	switch {
+	case req.Decision != warrant.DecisionApproved && req.Decision != warrant.DecisionRejected && req.Decision != warrant.DecisionRolledBack:
+		err = fmt.Errorf("%w: decision %q: use approved, rejected or rolled_back", warrant.ErrInvalid, req.Decision)
+	case !req.Digest.Valid():
+		err = fmt.Errorf("%w: digest %q: give the exact digest (sha256: and all 64 hex digits)", warrant.ErrInvalid, req.Digest)
+	case req.AuditHead == nil:
+		err = fmt.Errorf("%w: auditHead is required: the head you read, from /v1/proposals or the diff", warrant.ErrInvalid)
+	case iamattest.Same(who, a.crawlRole):
+		err = fmt.Errorf("%w: %s is the crawl role, which can never decide", errForbidden, who)
+	}
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	svc := a.w.Service
+	view, err := svc.Show(ctx, server, tool, string(req.Digest))
+	if err != nil {
+		writeErr(rw, r, a.log, fmt.Errorf("server %q tool %q: %s is not a recorded version of this tool: %w", server, tool, req.Digest, warrant.ErrNotFound))
+		return
+	}
+	suspicious := view.Inspection.Suspicious()
+	if suspicious && !req.AcceptSuspicious && req.Decision != warrant.DecisionRejected {
+		writeErr(rw, r, a.log, fmt.Errorf("%w: version %s has %s; read the diff and pass acceptSuspicious to decide anyway (recorded)", warrant.ErrConflict, req.Digest.Short(), view.Inspection.Summary()))
+		return
+	}
+	if req.Decision != warrant.DecisionRejected {
+		crawled, err := svc.ObservedBy(ctx, server, tool, req.Digest)
+		if err != nil {
+			writeErr(rw, r, a.log, err)
+			return
+		}
+		if slices.ContainsFunc(crawled, func(c string) bool { return iamattest.Same(c, who) }) {
+			writeErr(rw, r, a.log, fmt.Errorf("%w: %s crawled this digest, so it cannot approve it too (separation of duties)", errForbidden, who))
+			return
+		}
+	}
+	current := warrant.Digest("")
+	recs, err := a.w.Catalog.Tools(ctx)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	for _, t := range recs {
+		if t.Server == server && t.Tool == tool {
+			current = t.Approved
+		}
+	}
+	switch req.Decision {
+	case warrant.DecisionApproved:
+		if current == req.Digest {
+			writeJSON(rw, http.StatusOK, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "unchanged": true})
+			return
+		}
+	case warrant.DecisionRolledBack:
+		decs, err := a.w.Catalog.Decisions(ctx, server, tool)
+		if err != nil {
+			writeErr(rw, r, a.log, err)
+			return
+		}
+		was := slices.ContainsFunc(decs, func(x warrant.Decision) bool {
+			return x.Digest == req.Digest && (x.Kind == warrant.DecisionApproved || x.Kind == warrant.DecisionRolledBack)
+		})
+		if !was || current == req.Digest {
+			writeErr(rw, r, a.log, fmt.Errorf("%w: %s is not an earlier approved digest to roll back to", warrant.ErrConflict, req.Digest.Short()))
+			return
+		}
+	}
+	now := a.w.Now().UTC()
+	accepted := req.AcceptSuspicious && suspicious
+	stmt, err := trust.NewDecision(req.Decision, server, tool, req.Digest, accepted, who, *req.AuditHead, now).Bytes()
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: req.Digest, Kind: req.Decision, Actor: who, At: now, Expect: current,
+		AcceptedSuspicious: accepted, Note: req.Note, Statement: stmt, Signature: []byte(iamattest.SignaturePrefix + reqID), ReadHead: req.AuditHead})
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	head, _ := a.w.Catalog.AuditHead(ctx)
+	a.log.InfoContext(ctx, "decision recorded", slog.String("server", server), slog.String("tool", tool), slog.String("digest", string(req.Digest)),
+		slog.String("decision", string(req.Decision)), slog.String("by", who), slog.Int64("audit_seq", head.Seq))
+	writeJSON(rw, http.StatusCreated, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "by": who,
+		"auditHead": head, "auditEntry": strconv.FormatInt(head.Seq, 10)})
+}
+
+

@@ -1,0 +1,172 @@
+package awsapp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/crawler"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// CrawlEvent is what the crawl function accepts: an EventBridge event (scheduled:
+// "detail-type": "Scheduled Event", or a manual one whose detail names servers) or a
+// direct invocation {"servers": [...]}. No servers means every server in the catalog.
+type CrawlEvent struct {
+	DetailType string `json:"detail-type"`
+	Detail     struct {
+		Servers []string `json:"servers"`
+	} `json:"detail"`
+	Servers []string `json:"servers"`
+}
+
+// ServerOutcome is what one server's crawl did.
+type ServerOutcome struct {
+	Server      string   `json:"server"`
+	OK          bool     `json:"ok"`
+	Crawl       int64    `json:"crawl,omitempty"`
+	Tools       int      `json:"tools"`
+	Accepted    int      `json:"accepted"`
+	NewVersions []string `json:"newVersions"`
+	Refused     int      `json:"refused"`
+	Removed     []string `json:"removed"`
+	ElapsedMS   int64    `json:"elapsedMs"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// CrawlResult is the crawl function's result.
+type CrawlResult struct {
+	Servers  []ServerOutcome `json:"servers"`
+	Crawled  int             `json:"crawled"`
+	Failed   int             `json:"failed"`
+	Recorded int             `json:"recorded"`
+}
+
+// CrawlDeps are what the crawl handler needs besides the service.
+type CrawlDeps struct {
+	Warrant *Warrant
+	Config  config.WarrantAWS
+	Bounds  config.Toolwarrant
+	// Getenv resolves per-server header values (secrets) at crawl time.
+	Getenv func(string) string
+	// Crawler is the crawler configuration base (tests inject a resolver or dialer).
+	Crawler crawler.Config
+	Logger  *slog.Logger
+}
+
+// RegisterServers adds the configured catalog of servers (TOOLWARRANT_SERVERS); an
+// identical server already present is a no-op. A different one with the same name is
+// reported, not changed.
+func RegisterServers(ctx context.Context, d CrawlDeps) error {
+	var errs []error
+	for _, s := range d.Config.Servers {
+		added, err := d.Warrant.Service.AddServer(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if added {
+			d.Logger.InfoContext(ctx, "server added", slog.String("server", s.Name), slog.String("url", s.URL))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CrawlHandler returns the crawl Lambda's handler: it lists every requested server with
+// bounded concurrency (TOOLWARRANT_CRAWL_CONCURRENCY), each within its own timeout and
+// all of them within the invocation's deadline less CRAWL_DEADLINE_MARGIN, through the
+// SSRF-guarded crawler; then records each listing (observations, versions, proposals and
+// their KMS-signed audit entries in one transaction per server). Per-server outcomes are
+// in the result and one log line each; a server that could not be listed or recorded
+// (KMS down: nothing is recorded) is a failed outcome, not a failed invocation.
+func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResult, error) {
+	log := d.Logger
+	return func(ctx context.Context, raw json.RawMessage) (CrawlResult, error) {
+		var ev CrawlEvent
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return CrawlResult{}, fmt.Errorf("crawl: the event is not JSON: %w", err)
+			}
+		}
+		want := append(ev.Servers, ev.Detail.Servers...)
+		svc := d.Warrant.Service
+		servers, err := d.Warrant.Catalog.Servers(ctx)
+		if err != nil {
+			return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
+		}
+		res := CrawlResult{Servers: []ServerOutcome{}}
+		var targets []crawler.Target
+		for _, name := range want {
+			if !slices.ContainsFunc(servers, func(s warrant.Server) bool { return s.Name == name }) {
+				res.Servers = append(res.Servers, ServerOutcome{Server: name, Error: "not in the catalog", NewVersions: []string{}, Removed: []string{}})
+			}
+		}
+		for _, s := range servers {
+			if len(want) > 0 && !slices.Contains(want, s.Name) {
+				continue
+			}
+			h, err := config.ResolveHeaders(d.Getenv, s.Name, s.Headers)
+			if err != nil {
+				res.Servers = append(res.Servers, ServerOutcome{Server: s.Name, Error: err.Error(), NewVersions: []string{}, Removed: []string{}})
+				continue
+			}
+			targets = append(targets, crawler.Target{Server: s, Headers: h})
+		}
+		cctx := ctx
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithDeadline(ctx, dl.Add(-d.Config.DeadlineMargin))
+			defer cancel()
+		}
+		cc := d.Crawler
+		cc.Concurrency, cc.Timeout, cc.MaxResponseBytes = d.Bounds.CrawlConcurrency, d.Bounds.CrawlTimeout, d.Bounds.CrawlMaxResponseBytes
+		if cc.Logger == nil {
+			cc.Logger = log
+		}
+		for _, o := range crawler.Crawl(cctx, cc, targets) {
+			so := ServerOutcome{Server: o.Server, ElapsedMS: o.Elapsed.Milliseconds(), NewVersions: []string{}, Removed: []string{}}
+			res.Crawled++
+			if o.Err != nil {
+				so.Error = o.Err.Error()
+			} else {
+				so.Tools = len(o.Listing.Tools)
+				start := time.Now()
+				ir, err := svc.Ingest(ctx, *o.Listing)
+				so.ElapsedMS += time.Since(start).Milliseconds()
+				if err != nil {
+					so.Error = "record: " + err.Error()
+				} else {
+					so.OK, so.Crawl, so.Accepted, so.Refused, so.Removed = true, ir.Crawl, ir.Accepted, len(ir.Refused), ir.Removed
+					for _, nv := range ir.New {
+						so.NewVersions = append(so.NewVersions, nv.Tool+"@"+string(nv.Digest))
+					}
+					res.Recorded++
+				}
+			}
+			res.Servers = append(res.Servers, so)
+		}
+		slices.SortStableFunc(res.Servers, func(a, b ServerOutcome) int {
+			if a.Server < b.Server {
+				return -1
+			} else if a.Server > b.Server {
+				return 1
+			}
+			return 0
+		})
+		for _, so := range res.Servers {
+			if !so.OK {
+				res.Failed++
+				log.ErrorContext(ctx, "crawl failed", slog.String("server", so.Server), slog.String("error", so.Error))
+				continue
+			}
+			log.InfoContext(ctx, "crawl recorded", slog.String("server", so.Server), slog.Int64("crawl", so.Crawl), slog.Int("tools", so.Tools),
+				slog.Int("new_versions", len(so.NewVersions)), slog.Int("refused", so.Refused), slog.Any("removed", so.Removed), slog.Int64("elapsed_ms", so.ElapsedMS))
+		}
+		return res, nil
+	}
+}

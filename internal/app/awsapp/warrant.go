@@ -1,0 +1,81 @@
+package awsapp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/dynamostore"
+	"github.com/agentgate-dev/agentgate/internal/kmssigner"
+	"github.com/agentgate-dev/agentgate/internal/s3blob"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// WarrantOptions are extra client options (tests install call counters and faults).
+type WarrantOptions struct {
+	DynamoDB []func(*dynamodb.Options)
+	KMS      []func(*kms.Options)
+	S3       []func(*s3.Options)
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Warrant is the toolwarrant service composed over DynamoDB, KMS and (for the checkpoint
+// function) S3, built once at cold start.
+type Warrant struct {
+	Catalog *dynamostore.Catalog
+	Signer  *kmssigner.Signer
+	Service *warrant.Service
+	// Blobs is the checkpoint bucket; nil unless CHECKPOINT_BUCKET is set.
+	Blobs *s3blob.Store
+	// Identity is who the service acts as (the crawl role for crawls).
+	Identity string
+	Now      func() time.Time
+}
+
+// NewWarrant builds the catalog (checking its format marker), the KMS log signer (one
+// GetPublicKey) and the service acting as identity.
+func NewWarrant(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity string, log *slog.Logger, o WarrantOptions) (*Warrant, error) {
+	cat, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, o.DynamoDB...), Table: c.CatalogTable, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	sig, err := kmssigner.New(ctx, kmssigner.Config{Client: kms.NewFromConfig(awsCfg, o.KMS...), KeyID: c.LogKey, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: sig}, Identity: identity, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	w := &Warrant{Catalog: cat, Signer: sig, Service: svc, Identity: identity, Now: now}
+	if c.CheckpointBucket != "" {
+		opts := append([]func(*s3.Options){func(so *s3.Options) { so.UsePathStyle = c.S3PathStyle }}, o.S3...)
+		if w.Blobs, err = s3blob.New(s3blob.Config{Client: s3.NewFromConfig(awsCfg, opts...), Bucket: c.CheckpointBucket}); err != nil {
+			return nil, err
+		}
+	}
+	log.InfoContext(ctx, "toolwarrant on AWS", slog.Any("config", c), slog.Any("log_key", sig), slog.String("identity", identity))
+	return w, nil
+}
+
+// WarrantAWSConfig loads the SDK configuration with the attempts of c.
+func WarrantAWSConfig(ctx context.Context, c config.WarrantAWS) (aws.Config, error) {
+	cfg, err := AWSConfig(ctx, config.AWS{MaxAttempts: c.MaxAttempts})
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("toolwarrant: %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// WarrantAWS is the configuration of the toolwarrant Lambdas (crawl, approvals,
+// checkpoint) beyond Toolwarrant's crawl bounds. Region, credentials and endpoints are the
+// AWS SDK's own (AWS_REGION, AWS_ENDPOINT_URL[_DYNAMODB|_KMS|_S3]); template.yaml sets the
+// rest.
+type WarrantAWS struct {
+	// CatalogTable is CATALOG_TABLE, template.yaml's CatalogTable. Required.
+	CatalogTable string
+	// LogKey is AUDIT_KMS_KEY, the KMS key (ARN, ID or alias) that signs every audit entry
+	// and checkpoint. Required.
+	LogKey string
+	// CheckpointBucket is CHECKPOINT_BUCKET, template.yaml's CheckpointBucket. Required by
+	// the checkpoint function only. Default "".
+	CheckpointBucket string
+	// S3PathStyle is CHECKPOINT_S3_PATH_STYLE=1: address the bucket path-style (emulators).
+	// Default false (virtual-hosted, as AWS wants).
+	S3PathStyle bool
+	// CrawlRole is CRAWL_ROLE_ARN, the crawl function's IAM role: the identity recorded as
+	// every crawl's By, and a principal the approvals API never accepts. Required by crawl
+	// and approvals.
+	CrawlRole string
+	// Servers is TOOLWARRANT_SERVERS, the catalog of servers as JSON
+	// ([{"name":"weather","url":"https://…","allowPrivate":false,"headers":[{"header":"Authorization","env":"WEATHER_TOKEN"}]}]),
+	// added (idempotently) by the crawl function at cold start. Default none.
+	Servers []warrant.Server
+	// MaxAttempts is TOOLWARRANT_DYNAMODB_MAX_ATTEMPTS, the SDK's attempts per AWS call.
+	// Default 3, 1 to 10.
+	MaxAttempts int
+	// DeadlineMargin is CRAWL_DEADLINE_MARGIN, how long before the Lambda deadline the
+	// crawl stops listing so it can still record what it saw. Default 10s.
+	DeadlineMargin time.Duration
+}
+
+// LogValue logs the configuration (no secrets: header values are never here).
+func (c WarrantAWS) LogValue() slog.Value {
+	names := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		names[i] = s.Name
+	}
+	return slog.GroupValue(slog.String("catalog_table", c.CatalogTable), slog.String("audit_kms_key", c.LogKey),
+		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
+		slog.Int("max_attempts", c.MaxAttempts), slog.Duration("deadline_margin", c.DeadlineMargin))
+}
+
+// WarrantAWSNeeds says which optional settings a function requires.
+type WarrantAWSNeeds struct{ Bucket, CrawlRole bool }
+
+// LoadWarrantAWS reads the configuration through getenv and reports every problem at once.
+func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAWS, error) {
+	c := WarrantAWS{MaxAttempts: 3, DeadlineMargin: 10 * time.Second}
+	var errs []error
+	c.CatalogTable = strings.TrimSpace(getenv("CATALOG_TABLE"))
+	switch {
+	case c.CatalogTable == "":
+		errs = append(errs, errors.New("CATALOG_TABLE is not set: name the DynamoDB catalog table (template.yaml sets it)"))
+	case !tableName.MatchString(c.CatalogTable):
+		errs = append(errs, fmt.Errorf("CATALOG_TABLE=%q is not a DynamoDB table name", c.CatalogTable))
+	}
+	if c.LogKey = strings.TrimSpace(getenv("AUDIT_KMS_KEY")); c.LogKey == "" {
+		errs = append(errs, errors.New("AUDIT_KMS_KEY is not set: name the KMS key that signs the audit log (template.yaml sets it)"))
+	}
+	c.CheckpointBucket = strings.TrimSpace(getenv("CHECKPOINT_BUCKET"))
+	if need.Bucket && c.CheckpointBucket == "" {
+		errs = append(errs, errors.New("CHECKPOINT_BUCKET is not set: name the S3 bucket for audit checkpoints"))
+	}
+	switch v := strings.TrimSpace(getenv("CHECKPOINT_S3_PATH_STYLE")); v {
+	case "", "0", "false":
+	case "1", "true":
+		c.S3PathStyle = true
+	default:
+		errs = append(errs, fmt.Errorf("CHECKPOINT_S3_PATH_STYLE=%q must be 1 or 0", v))
+	}
+	c.CrawlRole = strings.TrimSpace(getenv("CRAWL_ROLE_ARN"))
+	if need.CrawlRole && !strings.HasPrefix(c.CrawlRole, "arn:") {
+		errs = append(errs, fmt.Errorf("CRAWL_ROLE_ARN=%q must be the crawl function's role ARN (template.yaml sets it)", c.CrawlRole))
+	}
+	if v := strings.TrimSpace(getenv("TOOLWARRANT_SERVERS")); v != "" {
+		d := json.NewDecoder(strings.NewReader(v))
+		d.DisallowUnknownFields()
+		var raw []struct {
+			Name         string              `json:"name"`
+			URL          string              `json:"url"`
+			AllowPrivate bool                `json:"allowPrivate"`
+			Headers      []warrant.HeaderRef `json:"headers"`
+		}
+		if err := d.Decode(&raw); err != nil {
+			errs = append(errs, fmt.Errorf("TOOLWARRANT_SERVERS is not a JSON list of {name, url, allowPrivate, headers}: %v", err))
+		}
+		seen := map[string]bool{}
+		for _, r := range raw {
+			s := warrant.Server{Name: r.Name, URL: r.URL, AllowPrivate: r.AllowPrivate, Headers: r.Headers}
+			warrant.SortHeaders(s.Headers)
+			if err := s.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("TOOLWARRANT_SERVERS: %w", err))
+				continue
+			}
+			if seen[s.Name] {
+				errs = append(errs, fmt.Errorf("TOOLWARRANT_SERVERS: server %q given twice", s.Name))
+			}
+			seen[s.Name] = true
+			c.Servers = append(c.Servers, s)
+		}
+	}
+	intVar(getenv, "TOOLWARRANT_DYNAMODB_MAX_ATTEMPTS", &c.MaxAttempts, 1, 10, &errs)
+	if v := strings.TrimSpace(getenv("CRAWL_DEADLINE_MARGIN")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("CRAWL_DEADLINE_MARGIN=%q must be a duration such as 10s", v))
+		} else {
+			c.DeadlineMargin = d
+		}
+	}
+
+	return c, errors.Join(errs...)
+}
