@@ -53,6 +53,9 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 			return extmcp.ParseEvidence(data)
 		}}, nil
 	}
+	if strings.HasPrefix(store, "dynamodb:") {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("--store %s needs the DynamoDB catalog driver, which this build does not have yet; use the SQLite catalog or evidence:PATH", store))
+	}
 	if store != "" && store != "catalog" {
 		return nil, cli.Usage(cmd, "--store %q: use catalog or evidence:PATH", store)
 	}
