@@ -260,5 +260,3 @@ func (a *approvals) decide(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusCreated, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "by": who,
 		"auditHead": head, "auditEntry": strconv.FormatInt(head.Seq, 10)})
 }
-
-

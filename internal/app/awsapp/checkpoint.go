@@ -14,6 +14,9 @@ import (
 // invocation fails, so the Errors metric alarms — when the log does not verify against
 // the last checkpoint or KMS/S3 cannot be used; nothing is written then.
 func CheckpointHandler(w *Warrant, log *slog.Logger) (func(context.Context, any) (checkpoint.Result, error), error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if w.Blobs == nil {
 		return nil, errors.New("checkpoint: CHECKPOINT_BUCKET is not set")
 	}
