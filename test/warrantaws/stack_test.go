@@ -215,6 +215,3 @@ func digestOf(t *testing.T, w *awsapp.Warrant, server, tool string) warrant.Dige
 	t.Fatalf("no tool %s/%s", server, tool)
 	return ""
 }
-
-
-
