@@ -206,7 +206,9 @@ func drive(ctx context.Context, name string, fn func(context.Context) error, rat
 	}
 	slices.Sort(lat)
 	slices.Sort(svc)
-	q := func(l []time.Duration, p float64) float64 { return float64(l[min(n-1, int(p*float64(n)))].Nanoseconds()) / 1e3 }
+	q := func(l []time.Duration, p float64) float64 {
+		return float64(l[min(n-1, int(p*float64(n)))].Nanoseconds()) / 1e3
+	}
 	r.P50Micros, r.P90Micros, r.P99Micros, r.MaxMicros = q(lat, 0.50), q(lat, 0.90), q(lat, 0.99), float64(lat[n-1].Nanoseconds())/1e3
 	r.ServiceP50Micros, r.ServiceP99Micros = q(svc, 0.50), q(svc, 0.99)
 	return r
