@@ -96,7 +96,9 @@ func TestApprovalRefreshRealTime(t *testing.T) {
 	}
 	took := time.Since(changed)
 	t.Logf("approval in force %s after the edit (refresh interval %s)", took.Round(time.Millisecond), interval)
-	if took > interval+150*time.Millisecond {
+	// One interval, plus slack for a loaded machine (the race detector, parallel packages):
+	// TestApprovalChangesTakeEffectInOneRefresh proves the one-round bound exactly.
+	if took > interval+300*time.Millisecond {
 		t.Errorf("approval took %s, more than one refresh interval (%s) plus slack", took, interval)
 	}
 }
