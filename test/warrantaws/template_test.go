@@ -1,0 +1,229 @@
+package warrantaws_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+// tree turns a YAML node into plain values; a short-form intrinsic (!Ref X, !GetAtt X.Arn,
+// !Sub "…") becomes the string "!Ref X" etc., so tests can compare references.
+func tree(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return tree(n.Content[0])
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = tree(n.Content[i+1])
+		}
+		return m
+	case yaml.SequenceNode:
+		var l []any
+		for _, c := range n.Content {
+			l = append(l, tree(c))
+		}
+		if strings.HasPrefix(n.Tag, "!") && n.Tag != "!!seq" {
+			return fmt.Sprintf("%s %v", n.Tag, l)
+		}
+		return l
+	default:
+		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+			return n.Tag + " " + n.Value
+		}
+		return n.Value
+	}
+}
+
+func template(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return tree(&doc).(map[string]any)
+}
+
+func get(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// statements returns every policy statement in the template with where it is: role
+// inline policies, function Policies, managed policies, the key policy, bucket policies.
+func statements(res map[string]any) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	add := func(where string, doc any) {
+		for _, s := range get(doc, "Statement").([]any) {
+			out[where] = append(out[where], s.(map[string]any))
+		}
+	}
+	for name, r := range res {
+		props := get(r, "Properties")
+		switch get(r, "Type") {
+		case "AWS::IAM::Role":
+			for _, p := range get(props, "Policies").([]any) {
+				add(name, get(p, "PolicyDocument"))
+			}
+		case "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy":
+			add(name, get(props, "PolicyDocument"))
+		case "AWS::KMS::Key":
+			add(name, get(props, "KeyPolicy"))
+		case "AWS::Serverless::Function":
+			if ps, ok := get(props, "Policies").([]any); ok {
+				for _, p := range ps {
+					if _, ok := p.(map[string]any); ok {
+						add(name, p)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTemplatePolicies asserts the policy rules on the template as deployed.
+func TestTemplatePolicies(t *testing.T) {
+	doc := template(t)
+	res := doc["Resources"].(map[string]any)
+	all := statements(res)
+	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn"}
+	for where, sts := range all {
+		for _, s := range sts {
+			actions := strs(s["Action"])
+			for _, a := range actions {
+				switch {
+				case a == "dynamodb:DeleteItem" || a == "dynamodb:*" || a == "dynamodb:BatchWriteItem" || a == "dynamodb:Scan":
+					t.Errorf("%s grants %s", where, a)
+				case a == "kms:*" || a == "*":
+					t.Errorf("%s grants %s", where, a)
+				case strings.HasPrefix(a, "kms:") && strings.Contains(a, "*"):
+					t.Errorf("%s grants the KMS wildcard %s", where, a)
+				case a == "kms:Sign" && (where != "LogKey" || !slices.Equal(strs(get(s, "Principal", "AWS")), signers)):
+					t.Errorf("%s lets %v sign with kms:Sign; only %v may", where, get(s, "Principal"), signers)
+				case a == "dynamodb:UpdateItem" && slices.Contains(strs(s["Resource"]), "!GetAtt CatalogTable.Arn"):
+					keys := strs(get(s, "Condition", "ForAllValues:StringEquals", "dynamodb:LeadingKeys"))
+					if len(keys) == 0 || slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "SRV") }) {
+						t.Errorf("%s: UpdateItem is not limited to the state partitions (SERVERS, APPROVALS, AUDIT): %v", where, keys)
+					}
+				}
+				if strings.HasPrefix(a, "s3:Delete") && get(s, "Effect") == "Allow" {
+					t.Errorf("%s grants %s", where, a)
+				}
+			}
+			if where != "LogKey" && where != "CheckpointBucketPolicy" && get(s, "Effect") == "Allow" && slices.Contains(strs(s["Resource"]), "*") {
+				t.Errorf("%s allows %v on every resource", where, actions)
+			}
+		}
+	}
+	// Roles hold no KMS permission at all: only the key policy grants Sign.
+	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"} {
+		for _, s := range all[role] {
+			for _, a := range strs(s["Action"]) {
+				if strings.HasPrefix(a, "kms:") {
+					t.Errorf("%s's own policy grants %s", role, a)
+				}
+			}
+		}
+	}
+	key := get(res, "LogKey", "Properties")
+	if get(key, "KeySpec") != "ECC_NIST_P256" || get(key, "KeyUsage") != "SIGN_VERIFY" {
+		t.Errorf("LogKey is %v/%v", get(key, "KeySpec"), get(key, "KeyUsage"))
+	}
+	var pub bool
+	for _, s := range all["LogKey"] {
+		if get(s, "Principal", "AWS") == "*" {
+			pub = slices.Equal(strs(s["Action"]), []string{"kms:GetPublicKey", "kms:DescribeKey", "kms:Verify"}) &&
+				get(s, "Condition", "StringEquals", "kms:CallerAccount") == "!Ref AWS::AccountId"
+		}
+	}
+	if !pub {
+		t.Error("the key policy does not let anyone in the account (and only the account) read the public key")
+	}
+	b := get(res, "CheckpointBucket", "Properties")
+	if get(b, "ObjectLockEnabled") != "true" || get(b, "ObjectLockConfiguration", "Rule", "DefaultRetention", "Mode") != "GOVERNANCE" ||
+		get(b, "VersioningConfiguration", "Status") != "Enabled" || get(res, "CheckpointBucket", "DeletionPolicy") != "Retain" {
+		t.Errorf("CheckpointBucket must be versioned, retained, with Object Lock in governance mode: %v", b)
+	}
+	// Routes: approvals behind AWS_IAM, pads public.
+	for name, r := range res {
+		if get(r, "Type") != "AWS::Serverless::Function" {
+			continue
+		}
+		evs, _ := get(r, "Properties", "Events").(map[string]any)
+		for en, ev := range evs {
+			if get(ev, "Type") != "HttpApi" {
+				continue
+			}
+			auth := get(ev, "Properties", "Auth", "Authorizer")
+			switch name {
+			case "ApprovalsFunction":
+				if auth != "AWS_IAM" {
+					t.Errorf("approval route %s is not AWS_IAM-authorized", en)
+				}
+			case "PadsFunction":
+				if auth != nil {
+					t.Errorf("pad route %s has an authorizer", en)
+				}
+			}
+		}
+	}
+	if get(res, "CrawlFunction", "Properties", "Events", "Schedule", "Properties", "Schedule") != "!Ref CrawlRate" {
+		t.Error("the crawl schedule does not use the CrawlRate parameter")
+	}
+	if get(res, "CrawlFunction", "Properties", "Events", "Manual", "Type") != "EventBridgeRule" {
+		t.Error("the crawl function has no manual EventBridge trigger")
+	}
+	// Environment variables are the ones internal/config reads.
+	env := func(fn string) []string {
+		var out []string
+		for k := range get(res, fn, "Properties", "Environment", "Variables").(map[string]any) {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for fn, want := range map[string][]string{
+		"CrawlFunction":      {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
+		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
+		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET"},
+	} {
+		if got := env(fn); !slices.Equal(got, want) {
+			t.Errorf("%s environment = %v, want %v", fn, got, want)
+		}
+	}
+	if get(res, "CrawlFunction", "Properties", "Role") != "!GetAtt CrawlRole.Arn" || get(res, "ApprovalsFunction", "Properties", "Role") != "!GetAtt ApprovalsRole.Arn" {
+		t.Error("a function does not run as its own role")
+	}
+}
