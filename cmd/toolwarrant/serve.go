@@ -158,7 +158,7 @@ container health checks, where distroless images have no shell).` +
 				rec = &extmcp.JSONLRecorder{Path: observations}
 			}
 			if rec == nil {
-				log.WarnContext(ctx, "extmcp: observations are only logged: this catalog cannot record them yet; pass --observations FILE to keep them")
+				log.WarnContext(ctx, "extmcp: observations are only logged: this store cannot record them; pass --observations FILE to keep them")
 			}
 			p, err := extmcp.New(extmcp.Config{Servers: servers, Source: st.source, Recorder: rec, Refresh: refresh, Staleness: staleness,
 				DecisionTimeout: decide, MaxMessageBytes: maxMessage, MaxReplyBytes: maxReply, Logger: log})

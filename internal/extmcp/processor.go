@@ -76,8 +76,8 @@ type Config struct {
 
 // LogValue shows the effective configuration (it holds no secrets).
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.Any("servers", c.Servers), slog.Duration("refresh", c.Refresh), slog.Duration("staleness", c.Staleness),
-		slog.Duration("decisionTimeout", c.DecisionTimeout), slog.Int("maxMessageBytes", c.MaxMessageBytes), slog.Int("maxReplyBytes", c.MaxReplyBytes),
+	return slog.GroupValue(slog.Any("servers", c.Servers), slog.String("refresh", c.Refresh.String()), slog.String("staleness", c.Staleness.String()),
+		slog.String("decisionTimeout", c.DecisionTimeout.String()), slog.Int("maxMessageBytes", c.MaxMessageBytes), slog.Int("maxReplyBytes", c.MaxReplyBytes),
 		slog.Int("digestCacheBytes", c.DigestCacheBytes))
 }
 
