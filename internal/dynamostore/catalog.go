@@ -380,6 +380,15 @@ func (c *Catalog) Version(ctx context.Context, server, tool string, d warrant.Di
 	if err != nil {
 		return warrant.Version{}, err
 	}
+	if item != nil && boolval(item, "staged") {
+		ix, err := c.index(ctx, server)
+		if err != nil {
+			return warrant.Version{}, err
+		}
+		if t := ix.Tools[tool]; t == nil || !slices.Contains(t.Versions, d) {
+			item = nil // an orphan of a crawl that failed
+		}
+	}
 	if item == nil {
 		return warrant.Version{}, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
 	}
@@ -396,10 +405,22 @@ func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.
 	if err != nil {
 		return nil, err
 	}
+	var ix *index
 	for _, it := range items {
-		if sval(it, "tool") == tool { // another tool's name may extend this one's past '#'
-			out = append(out, versionOf(server, it))
+		if sval(it, "tool") != tool { // another tool's name may extend this one's past '#'
+			continue
 		}
+		if boolval(it, "staged") {
+			if ix == nil {
+				if ix, err = c.index(ctx, server); err != nil {
+					return nil, err
+				}
+			}
+			if t := ix.Tools[tool]; t == nil || !slices.Contains(t.Versions, warrant.Digest(sval(it, "digest"))) {
+				continue // an orphan of a crawl that failed
+			}
+		}
+		out = append(out, versionOf(server, it))
 	}
 	slices.SortStableFunc(out, func(a, b warrant.Version) int {
 		if a.FirstCrawl != b.FirstCrawl {
@@ -673,3 +694,4 @@ func (c *Catalog) AuditRecords(ctx context.Context, after int64, limit int) ([]w
 	}
 	return out, nil
 }
+

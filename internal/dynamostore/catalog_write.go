@@ -307,6 +307,7 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
 	}
 	// Versions, put if absent; one already stored must hold the same bytes.
+	var verItems []map[string]types.AttributeValue
 	for _, v := range r.Versions {
 		t := ix.Tools[v.Tool]
 		if t != nil && slices.Contains(t.Versions, v.Digest) {
@@ -324,10 +325,8 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 			ix.Tools[v.Tool] = t
 		}
 		t.Versions = append(t.Versions, v.Digest)
-		items = append(items, txItem{role: roleVersion, item: types.TransactWriteItem{Put: &types.Put{TableName: c.table,
-			Item: with(keyOf(pk, skVersion(v.Tool, v.Digest)), "tool", str(v.Tool), "digest", str(string(v.Digest)), "canonical", bin(v.Canonical),
-				"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)),
-			ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+		verItems = append(verItems, with(keyOf(pk, skVersion(v.Tool, v.Digest)), "tool", str(v.Tool), "digest", str(string(v.Digest)), "canonical", bin(v.Canonical),
+			"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)))
 	}
 	// Proposals: recorded in the index (the versions carry the history of when they were
 	// first seen); one already there is left as it is.
@@ -369,6 +368,24 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 	aud, err := c.auditItems(op, a, wid)
 	if err != nil {
 		return err
+	}
+	// One transaction holds at most 100 items. Versions beyond what fits are staged first:
+	// put with attribute_not_exists and staged = true, invisible (Version, Versions) until
+	// the index written by the transaction lists them. A crawl that then fails leaves only
+	// invisible orphans, which the next crawl of the same digest adopts (same bytes).
+	budget := maxTxItems - len(items) - len(aud)
+	if budget < 0 {
+		budget = 0
+	}
+	for i, item := range verItems {
+		if i < budget {
+			items = append(items, txItem{role: roleVersion, item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item,
+				ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+			continue
+		}
+		if err := c.stage(ctx, op, cr.Server, with(item, "staged", boolean(true))); err != nil {
+			return err
+		}
 	}
 	items = append(items, aud...)
 	res, err := c.transact(ctx, op, wid, items)
@@ -494,4 +511,29 @@ func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error 
 		return err
 	}
 	return fmt.Errorf("append audit: the head is no longer %d: %w", a.Prev.Seq, warrant.ErrConflict)
+}
+
+// stage puts a version item outside the crawl's transaction (see RecordCrawl). One already
+// there with the same bytes (an orphan of a failed crawl, or a racing crawl's) is fine.
+func (c *Catalog) stage(ctx context.Context, op, server string, item map[string]types.AttributeValue) error {
+	_, err := c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	if err == nil {
+		return nil
+	}
+	var cf *types.ConditionalCheckFailedException
+	if !errors.As(err, &cf) {
+		return cclassify(op+": stage version", err)
+	}
+	if cf.Item != nil && string(bval(cf.Item, "canonical")) == string(bval(item, "canonical")) {
+		return nil
+	}
+	old, gerr := c.get(ctx, op, pkServer(server), sval(item, "sk"))
+	if gerr != nil {
+		return gerr
+	}
+	if old != nil && string(bval(old, "canonical")) == string(bval(item, "canonical")) {
+		return nil
+	}
+	return fmt.Errorf("%s: version %s is stored with other bytes: %w", op, sval(item, "sk"), warrant.ErrConflict)
 }

@@ -57,7 +57,7 @@ func tool(name, desc string) string {
 	return fmt.Sprintf(`{"name":%q,"description":%q,"inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`, name, desc)
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	cfg := awstest.Config(t)
 	cfg.Retryer = func() aws.Retryer {
@@ -78,13 +78,13 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
-func (s *stack) opts(t *testing.T, o awsapp.WarrantOptions) awsapp.WarrantOptions {
+func (s *stack) opts(t testing.TB, o awsapp.WarrantOptions) awsapp.WarrantOptions {
 	t.Helper()
 	o.KMS = append([]func(*kms.Options){kmstest.Options(t)}, o.KMS...)
 	return o
 }
 
-func (s *stack) warrant(t *testing.T, identity string, o awsapp.WarrantOptions) *awsapp.Warrant {
+func (s *stack) warrant(t testing.TB, identity string, o awsapp.WarrantOptions) *awsapp.Warrant {
 	t.Helper()
 	w, err := awsapp.NewWarrant(t.Context(), s.cfg, s.c, identity, slog.New(slog.DiscardHandler), s.opts(t, o))
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *stack) warrant(t *testing.T, identity string, o awsapp.WarrantOptions) 
 	return w
 }
 
-func (s *stack) crawl(t *testing.T, o awsapp.WarrantOptions) func(context.Context, json.RawMessage) (awsapp.CrawlResult, error) {
+func (s *stack) crawl(t testing.TB, o awsapp.WarrantOptions) func(context.Context, json.RawMessage) (awsapp.CrawlResult, error) {
 	t.Helper()
 	bounds, _ := config.LoadToolwarrant(func(string) string { return "" })
 	d := awsapp.CrawlDeps{Warrant: s.warrant(t, crawlRole, o), Config: s.c, Bounds: bounds, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)}
@@ -108,7 +108,7 @@ func (s *stack) approvals(t *testing.T, o awsapp.WarrantOptions) func(context.Co
 	return httpadapter.NewV2(awsapp.ApprovalsHandler(s.warrant(t, "approvals", o), crawlRole, slog.New(slog.DiscardHandler))).ProxyWithContext
 }
 
-func readEvent(t *testing.T, name string) []byte {
+func readEvent(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", name))
 	if err != nil {
