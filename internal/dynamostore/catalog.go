@@ -694,4 +694,3 @@ func (c *Catalog) AuditRecords(ctx context.Context, after int64, limit int) ([]w
 	}
 	return out, nil
 }
-
