@@ -11,21 +11,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/logx"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// storeFlag is the --store flag of serve, emit and verify-gateway: where approvals are
-// read. "" or "catalog" is the SQLite catalog (--catalog); "evidence:PATH" a JSON
-// evidence file (docs/extmcp.md).
-const storeHelp = "where approvals are read: `catalog` (the --catalog file, the default) or evidence:PATH (a JSON evidence file, docs/extmcp.md)"
+// storeHelp documents the --store flag of serve, emit and verify-gateway: where
+// approvals are read. "" or "catalog" is the SQLite catalog (--catalog);
+// "dynamodb:TABLE" the DynamoDB catalog; "evidence:PATH" a JSON evidence file.
+const storeHelp = "where approvals are read: `catalog` (the --catalog file, the default), dynamodb:TABLE (the catalog table on AWS) or evidence:PATH (a JSON evidence file, docs/extmcp.md)"
 
 // evidenceStore is what serve, emit and verify-gateway read: the approved set and the
 // servers' URLs, from the catalog or from an evidence file.
@@ -53,11 +57,23 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 			return extmcp.ParseEvidence(data)
 		}}, nil
 	}
-	if strings.HasPrefix(store, "dynamodb:") {
-		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("--store %s needs the DynamoDB catalog driver, which this build does not have yet; use the SQLite catalog or evidence:PATH", store))
+	if table, ok := strings.CutPrefix(store, "dynamodb:"); ok {
+		if table == "" {
+			return nil, cli.Usage(cmd, "--store dynamodb:TABLE needs a table name")
+		}
+		// The SDK's default chain: AWS_REGION, the task role, AWS_ENDPOINT_URL for tests.
+		awsCfg, err := awsapp.AWSConfig(ctx, config.AWS{MaxAttempts: 3})
+		if err != nil {
+			return nil, cli.Exit(cli.ExitUsage, err)
+		}
+		cat, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg), Table: table})
+		if err != nil {
+			return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("catalog table %s: %v", table, err))
+		}
+		return catalogStore(cat, func() {}), nil
 	}
 	if store != "" && store != "catalog" {
-		return nil, cli.Usage(cmd, "--store %q: use catalog or evidence:PATH", store)
+		return nil, cli.Usage(cmd, "--store %q: use catalog, evidence:PATH or dynamodb:TABLE", store)
 	}
 	// The processor only reads the catalog; observations are written through the warrant
 	// service once it implements extmcp.GatewayObserver (then with the log key).
@@ -66,10 +82,16 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 	if err != nil {
 		return nil, err
 	}
-	st := &evidenceStore{source: extmcp.CatalogSource{Catalog: cat}, close: func() { cat.Close() }}
+	st := catalogStore(cat, func() { cat.Close() })
 	if o, ok := any(svc).(extmcp.GatewayObserver); ok {
 		st.recorder = extmcp.CatalogRecorder(o)
 	}
+	return st, nil
+}
+
+// catalogStore reads approvals, crawl results and server URLs from a catalog port.
+func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
+	st := &evidenceStore{source: extmcp.CatalogSource{Catalog: cat}, close: closeFn}
 	st.servers = func(ctx context.Context) (*extmcp.EvidenceDoc, error) {
 		servers, err := cat.Servers(ctx)
 		if err != nil {
@@ -96,7 +118,7 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 		}
 		return doc, nil
 	}
-	return st, nil
+	return st
 }
 
 func newServeCmd(a *app) *cobra.Command {

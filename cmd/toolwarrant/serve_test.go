@@ -325,7 +325,7 @@ func TestServeEvidenceStoreAndUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"serve"}, "name at least one --server"},
-		{[]string{"serve", "--server", "wx", "--store", "nosuch"}, "use catalog or evidence:PATH"},
+		{[]string{"serve", "--server", "wx", "--store", "nosuch"}, "use catalog, evidence:PATH or dynamodb:TABLE"},
 		{[]string{"serve", "--server", "wx", "--store", "evidence:" + evidence, "--refresh", "10s", "--staleness", "1s"}, "shorter than the refresh interval"},
 		{[]string{"serve", "--probe", "--listen", freeAddr(t)}, "probe"},
 		{[]string{"serve", "--server", "wx"}, "catalog"},
