@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -27,12 +28,19 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	tools := filepath.Join(root, "bin", "tools")
 	var plugins []string
+	// The versions the Makefile pins; another version generates other bytes, which says
+	// nothing about whether the committed code matches the .proto.
+	pinned := map[string]string{"protoc-gen-go": "protoc-gen-go v1.36.12", "protoc-gen-go-grpc": "protoc-gen-go-grpc 1.5.1"}
 	for _, name := range []string{"protoc-gen-go", "protoc-gen-go-grpc"} {
 		p := filepath.Join(tools, name)
 		if _, err := os.Stat(p); err != nil {
 			if p, err = exec.LookPath(name); err != nil {
 				t.Skipf("%s is not in bin/tools or on PATH (run make generate); cannot check the committed bindings", name)
 			}
+		}
+		out, err := exec.Command(p, "--version").Output()
+		if got := strings.TrimSpace(string(out)); err != nil || got != pinned[name] {
+			t.Skipf("%s is %q, not the pinned %q (run make generate); cannot check the committed bindings", p, got, pinned[name])
 		}
 		plugins = append(plugins, "--plugin="+name+"="+p)
 	}
