@@ -50,9 +50,6 @@ func newCache(src Source, servers []string, staleness, loadTimeout time.Duration
 	return c
 }
 
-// served reports whether server is one of the processor's servers.
-func (c *cache) served(server string) bool { _, ok := c.entries[server]; return ok }
-
 // get returns the server's snapshot if it is fresh, else a denial cause.
 func (c *cache) get(server string) (*snapshot, Cause) {
 	e, ok := c.entries[server]
