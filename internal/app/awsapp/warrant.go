@@ -79,3 +79,9 @@ func WarrantAWSConfig(ctx context.Context, c config.WarrantAWS) (aws.Config, err
 	}
 	return cfg, nil
 }
+
+// Catalog builds the DynamoDB catalog alone (no KMS key): what the ExtMcp container needs
+// to load and refresh approvals (one Query of the APPROVALS partition per refresh).
+func Catalog(ctx context.Context, awsCfg aws.Config, table string, log *slog.Logger, opts ...func(*dynamodb.Options)) (*dynamostore.Catalog, error) {
+	return dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, opts...), Table: table, Logger: log})
+}
