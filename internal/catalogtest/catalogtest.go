@@ -21,6 +21,8 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("VersionsPutIfAbsent", func(t *testing.T) { testVersionsPutIfAbsent(t, newCatalog(t)) })
 	t.Run("InvalidRecords", func(t *testing.T) { testInvalid(t, newCatalog(t)) })
 	t.Run("ToolRecords", func(t *testing.T) { testToolRecords(t, newCatalog(t)) })
+	t.Run("GatewayObservations", func(t *testing.T) { testGatewayObservations(t, newCatalog(t)) })
+	t.Run("GatewayRacesCrawl", func(t *testing.T) { testGatewayRace(t, newCatalog(t)) })
 	t.Run("DecideCheckAndSet", func(t *testing.T) { testDecide(t, newCatalog(t)) })
 	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
@@ -456,5 +458,168 @@ func testAuditRace(t *testing.T, c warrant.Catalog) {
 	recs, _ := c.AuditRecords(t.Context(), 0, 100)
 	if won != 1 || len(recs) != 1 {
 		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", won, len(recs))
+	}
+}
+
+// gateway builds record seq of srv with Source gateway, observing tools (name →
+// description; "" refuses the tool) without versions or proposals, as the gateway
+// processor's observations are recorded.
+func gateway(srv string, seq int64, tools ...string) warrant.CrawlRecord {
+	r := crawl(srv, seq, nil, tools...)
+	r.Crawl.Source, r.Crawl.By, r.Versions, r.Proposals = warrant.SourceGateway, "gateway", nil, nil
+	return r
+}
+
+func toolRecords(t *testing.T, c warrant.Catalog) map[string]warrant.ToolRecord {
+	t.Helper()
+	recs, err := c.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]warrant.ToolRecord{}
+	for _, r := range recs {
+		got[r.Tool] = r
+	}
+	return got
+}
+
+// testGatewayObservations: a gateway record is numbered like a crawl but partial. Its
+// observations become a tool's current one (drift on an approved tool, a new tool listed
+// without a version) until a later record of either source observes the tool; a tool it
+// does not observe is not removed; only a crawl removes a tool, and a gateway observation
+// after that crawl lists it again.
+func testGatewayObservations(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
+	_, dA := Def("a", "A")
+	_, dB := Def("b", "B")
+	_, dG := Def("gone", "G")
+	for tool, d := range map[string]warrant.Digest{"a": dA, "b": dB} {
+		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The gateway saw a reworded a, a tool never crawled and one it could not digest.
+	mustRecord(t, c, gateway("s", 2, "a", "A2", "new", "N", "odd", ""))
+	_, dA2 := Def("a", "A2")
+	_, dN := Def("new", "N")
+	srv, err := c.Server(ctx, "s")
+	if err != nil || srv.LastCrawl != 2 || srv.LastSourceCrawl != 1 {
+		t.Fatalf("server after a gateway record = %+v, %v; want LastCrawl 2, LastSourceCrawl 1", srv, err)
+	}
+	cr, err := c.Crawl(ctx, "s", 2)
+	if err != nil || cr.Source != warrant.SourceGateway || len(cr.Observations) != 3 || cr.Observations[0] != (warrant.Observation{Tool: "a", Digest: dA2}) || cr.By != "gateway" {
+		t.Errorf("Crawl(s, 2) = %+v, %v", cr, err)
+	}
+	got := toolRecords(t, c)
+	if _, ok := got["odd"]; ok || len(got) != 4 {
+		t.Errorf("tools = %v; want a, b, gone, new (odd was refused and has no version)", got)
+	}
+	if a := got["a"]; a.Current != dA2 || a.CurrentSource != warrant.SourceGateway || a.LastCrawl != 2 || a.ServerLastCrawl != 1 ||
+		a.Approved != dA || a.Previous != dA || a.Versions != 1 || a.State() != warrant.StateDrift || !a.Pending() {
+		t.Errorf("a after the gateway saw it drift = %+v (state %s); want DRIFT, current A2 from the gateway", a, a.State())
+	}
+	if b := got["b"]; b.Current != dB || b.CurrentSource != warrant.SourceCrawl || b.LastCrawl != 1 || b.State() != warrant.StateApproved {
+		t.Errorf("b, not in the gateway record = %+v (state %s); want APPROVED: a gateway record removes nothing", b, b.State())
+	}
+	if g := got["gone"]; g.State() != warrant.StatePending {
+		t.Errorf("gone = %+v (state %s); want PENDING", g, g.State())
+	}
+	if n := got["new"]; n.Current != dN || n.CurrentSource != warrant.SourceGateway || n.Versions != 0 || n.Approved != "" ||
+		n.State() != warrant.StatePending || !n.Pending() || n.Previous != "" {
+		t.Errorf("new = %+v (state %s); want PENDING with no version", n, n.State())
+	}
+	if keys, _ := c.VersionKeys(ctx, "s"); len(keys) != 3 {
+		t.Errorf("version keys after a gateway record = %+v; want the crawl's 3", keys)
+	}
+	if props, _ := c.Proposals(ctx); len(props) != 1 || props[0].Tool != "gone" {
+		t.Errorf("pending proposals = %+v; want gone only (the gateway opens none)", props)
+	}
+
+	// A crawl after it settles a and removes gone and new, which it does not list.
+	mustRecord(t, c, crawl("s", 3, known, "a", "A", "b", "B"))
+	got = toolRecords(t, c)
+	if a := got["a"]; a.Current != dA || a.CurrentSource != warrant.SourceCrawl || a.State() != warrant.StateApproved || a.Previous != "" {
+		t.Errorf("a after the next crawl = %+v (state %s); want APPROVED", a, a.State())
+	}
+	for _, tool := range []string{"gone", "new"} {
+		if r := got[tool]; r.State() != warrant.StateRemoved || r.ServerLastCrawl != 3 {
+			t.Errorf("%s after a crawl that did not list it = %+v (state %s); want REMOVED", tool, r, r.State())
+		}
+	}
+	// The gateway lists gone again, and sees b's definition refused.
+	mustRecord(t, c, gateway("s", 4, "b", "", "gone", "G"))
+	got = toolRecords(t, c)
+	if g := got["gone"]; g.State() != warrant.StatePending || g.Current != dG || g.LastCrawl != 4 || g.CurrentSource != warrant.SourceGateway {
+		t.Errorf("gone listed again by the gateway = %+v (state %s); want PENDING", g, g.State())
+	}
+	if b := got["b"]; b.Current != "" || b.Refused == "" || b.State() != warrant.StateDrift {
+		t.Errorf("b refused by the gateway = %+v (state %s); want DRIFT", b, b.State())
+	}
+	if r := got["new"]; r.State() != warrant.StateRemoved {
+		t.Errorf("new, not in the gateway record = %+v (state %s); want still REMOVED", r, r.State())
+	}
+	// The crawl that records new's definition opens its proposal.
+	mustRecord(t, c, crawl("s", 5, known, "a", "A", "b", "B", "new", "N"))
+	got = toolRecords(t, c)
+	if n := got["new"]; n.Current != dN || n.Versions != 1 || n.CurrentSource != warrant.SourceCrawl || n.State() != warrant.StatePending {
+		t.Errorf("new after a crawl = %+v (state %s)", n, n.State())
+	}
+	if b := got["b"]; b.State() != warrant.StateApproved {
+		t.Errorf("b after a crawl = %+v (state %s)", b, b.State())
+	}
+	props, err := c.Proposals(ctx)
+	if err != nil || len(props) != 2 || props[1].Tool != "new" || props[1].Digest != dN || props[1].Crawl != 5 {
+		t.Errorf("pending proposals = %+v, %v; want gone and new", props, err)
+	}
+	if srv, _ := c.Server(ctx, "s"); srv.LastCrawl != 5 || srv.LastSourceCrawl != 5 {
+		t.Errorf("server = %+v; want LastCrawl 5, LastSourceCrawl 5", srv)
+	}
+}
+
+// testGatewayRace: a gateway record and a crawl racing for the same number: exactly one
+// is written; the loser writes nothing.
+func testGatewayRace(t *testing.T, c warrant.Catalog) {
+	mustAdd(t, c, server("s"))
+	mustRecord(t, c, crawl("s", 1, nil, "a", "A"))
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := crawl("s", 2, nil, "a", fmt.Sprintf("crawler %d", i))
+			if i%2 == 1 {
+				r = gateway("s", 2, "a", fmt.Sprintf("gateway %d", i))
+			}
+			errs[i] = c.RecordCrawl(t.Context(), r, warrant.AuditAppend{})
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("writers %d and %d both recorded number 2", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
+			t.Errorf("loser %d: %v, want ErrConflict", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no racing write won")
+	}
+	cr, err := c.Crawl(t.Context(), "s", 2)
+	if err != nil || (cr.Source == warrant.SourceGateway) != (won%2 == 1) {
+		t.Errorf("record 2 = %+v, %v; want the winner's (%d)", cr, err, won)
+	}
+	srv, _ := c.Server(t.Context(), "s")
+	vs, _ := c.Versions(t.Context(), "s", "a")
+	if wantLSC, wantVs := map[bool]int64{true: 1, false: 2}[won%2 == 1], map[bool]int{true: 1, false: 2}[won%2 == 1]; srv.LastSourceCrawl != wantLSC || len(vs) != wantVs {
+		t.Errorf("after the race: LastSourceCrawl %d, %d versions; want %d and %d", srv.LastSourceCrawl, len(vs), wantLSC, wantVs)
 	}
 }

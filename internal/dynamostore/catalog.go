@@ -231,7 +231,7 @@ func headersJSON(h []warrant.HeaderRef) string {
 
 func serverOf(item map[string]types.AttributeValue) warrant.Server {
 	s := warrant.Server{Name: sval(item, "name"), URL: sval(item, "url"), AllowPrivate: boolval(item, "allow_private"),
-		AddedAt: tval(item, "added_at"), AddedBy: sval(item, "added_by"), LastCrawl: nval(item, "last_crawl")}
+		AddedAt: tval(item, "added_at"), AddedBy: sval(item, "added_by"), LastCrawl: nval(item, "last_crawl"), LastSourceCrawl: nval(item, "last_source_crawl")}
 	_ = json.Unmarshal([]byte(sval(item, "headers")), &s.Headers)
 	if len(s.Headers) == 0 {
 		s.Headers = nil
@@ -288,6 +288,41 @@ type toolIndex struct {
 	// last SourceCrawl that listed it (the server's last SourceCrawl did not).
 	Seen bool  `json:"s,omitempty"`
 	Gone int64 `json:"g,omitempty"`
+	// GCur/GRef are what the last SourceGateway record observing the tool saw, GLast that
+	// record's number (0: none); GSeen says whether any gateway record observed a digest of
+	// it. The later of the two sources' last observations is the tool's current one.
+	GCur  warrant.Digest `json:"gc,omitempty"`
+	GRef  string         `json:"gr,omitempty"`
+	GLast int64          `json:"gl,omitempty"`
+	GSeen bool           `json:"gd,omitempty"`
+}
+
+// record derives a tool's record from its index entry, the server's last SourceCrawl lsc
+// and the tool's approval state: the current observation is that of the later record,
+// crawl or gateway, that observed the tool (warrant.ToolRecord).
+func (t *toolIndex) record(server, tool string, lsc int64, a approvalState) warrant.ToolRecord {
+	r := warrant.ToolRecord{Server: server, Tool: tool, ServerLastCrawl: lsc, Versions: len(t.Versions)}
+	if t.Seen {
+		r.Current, r.Refused, r.CurrentSource = t.Cur, t.Ref, warrant.SourceCrawl
+		r.LastCrawl = lsc
+		if t.Gone > 0 {
+			r.LastCrawl = t.Gone
+		}
+	}
+	if t.GLast > r.LastCrawl {
+		r.LastCrawl, r.Current, r.Refused, r.CurrentSource = t.GLast, t.GCur, t.GRef, warrant.SourceGateway
+	}
+	for i := len(t.Order) - 1; i >= 0; i-- {
+		if t.Order[i] != r.Current {
+			r.Previous = t.Order[i]
+			break
+		}
+	}
+	r.Approved = a.approved
+	if r.Current != "" {
+		r.CurrentDecision = a.kinds[r.Current]
+	}
+	return r
 }
 
 type proposalIndex struct {
@@ -494,7 +529,8 @@ func (c *Catalog) approvals(ctx context.Context) (map[string]map[string]approval
 }
 
 // Tools implements warrant.Catalog: one Query of the servers, one GetItem of each
-// server's index and one Query of the approvals. The reads are strongly consistent but
+// server's index and one Query of the approvals. A tool is listed once it has a version or
+// a gateway record observed a digest of it. The reads are strongly consistent but
 // not one snapshot: a decision or crawl committed between them shows in one and not the
 // other (the service re-reads before any write, and every write is check-and-set).
 func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
@@ -520,34 +556,13 @@ func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 		}
 		names := make([]string, 0, len(ix.Tools))
 		for n, t := range ix.Tools {
-			if len(t.Versions) > 0 {
+			if len(t.Versions) > 0 || t.GSeen {
 				names = append(names, n)
 			}
 		}
 		slices.Sort(names)
 		for _, n := range names {
-			t := ix.Tools[n]
-			r := warrant.ToolRecord{Server: s.Name, Tool: n, ServerLastCrawl: lsc, Versions: len(t.Versions), Current: t.Cur, Refused: t.Ref}
-			switch {
-			case !t.Seen:
-				r.LastCrawl, r.Current, r.Refused = 0, "", ""
-			case t.Gone > 0:
-				r.LastCrawl = t.Gone
-			default:
-				r.LastCrawl = lsc
-			}
-			for i := len(t.Order) - 1; i >= 0; i-- {
-				if t.Order[i] != r.Current {
-					r.Previous = t.Order[i]
-					break
-				}
-			}
-			a := aps[s.Name][n]
-			r.Approved = a.approved
-			if r.Current != "" {
-				r.CurrentDecision = a.kinds[r.Current]
-			}
-			out = append(out, r)
+			out = append(out, ix.Tools[n].record(s.Name, n, lsc, aps[s.Name][n]))
 		}
 	}
 	return out, nil

@@ -358,6 +358,17 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 				t.Gone = nval(srv, "last_source_crawl")
 			}
 		}
+	} else {
+		// A gateway record is partial: it updates what it observed and removes nothing.
+		for _, o := range cr.Observations {
+			t := ix.Tools[o.Tool]
+			if t == nil {
+				t = &toolIndex{}
+				ix.Tools[o.Tool] = t
+			}
+			t.GCur, t.GRef, t.GLast = o.Digest, o.Refused, cr.Seq
+			t.GSeen = t.GSeen || o.Digest != ""
+		}
 	}
 	if after, _ := json.Marshal(ix); string(after) != string(before) {
 		if len(after) > 350<<10 {

@@ -30,6 +30,11 @@ package sqlitestore
 //
 // Any error rolls the whole transaction back, so a decision or observation and its audit
 // records are stored together or not at all.
+//
+// Crawls of source 'gateway' (what the gateway processor saw served and did not serve)
+// take the next seq like any crawl and carry observations only. Nothing is stored twice:
+// a server's last crawl of source 'crawl' (warrant.Server.LastSourceCrawl) and every
+// tool's current observation are derived by the reads (serverColumns, toolsQuery).
 
 import (
 	"context"
@@ -375,14 +380,17 @@ func boolInt(b bool) int {
 	return 0
 }
 
-const serverColumns = `name, url, allow_private, headers, added_at, added_by, last_crawl`
+// serverColumns reads a server; its LastSourceCrawl is derived from the crawls (the
+// newest with source 'crawl', found by walking the server's crawls down from the top).
+const serverColumns = `name, url, allow_private, headers, added_at, added_by, last_crawl,
+	COALESCE((SELECT c.seq FROM crawls c WHERE c.server = servers.name AND c.source = 'crawl' ORDER BY c.seq DESC LIMIT 1), 0)`
 
 func scanServer(row interface{ Scan(...any) error }) (warrant.Server, error) {
 	var s warrant.Server
 	var hj string
 	var at int64
 	var ap int
-	if err := row.Scan(&s.Name, &s.URL, &ap, &hj, &at, &s.AddedBy, &s.LastCrawl); err != nil {
+	if err := row.Scan(&s.Name, &s.URL, &ap, &hj, &at, &s.AddedBy, &s.LastCrawl, &s.LastSourceCrawl); err != nil {
 		return s, err
 	}
 	s.AllowPrivate, s.AddedAt = ap == 1, fromNanos(at)
@@ -615,15 +623,23 @@ func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.Ver
 	return out, cwrap("list version keys", rows.Err())
 }
 
-// toolsQuery reads every tool's record in one statement (one snapshot).
+// toolsQuery reads every tool's record in one statement (one snapshot). Crawl and gateway
+// records combine by record number (warrant.ToolRecord): a tool is one with a version or
+// with a digest observed by a gateway record; its current observation is that of the
+// highest-numbered record of either source that observed it (lasto); the server's last
+// crawl (lastc) and the previous digest count source 'crawl' records only.
 const toolsQuery = `
-WITH t AS (SELECT server, tool, COUNT(*) AS n FROM versions GROUP BY server, tool),
+WITH v AS (SELECT server, tool, COUNT(*) AS n FROM versions GROUP BY server, tool),
+g AS (SELECT DISTINCT o.server, o.tool FROM observations o
+      JOIN crawls c ON c.server = o.server AND c.seq = o.seq AND c.source = 'gateway'
+      WHERE o.digest IS NOT NULL),
+t AS (SELECT server, tool, n FROM v
+      UNION ALL
+      SELECT g.server, g.tool, 0 FROM g WHERE NOT EXISTS (SELECT 1 FROM v WHERE v.server = g.server AND v.tool = g.tool)),
 lastc AS (SELECT server, MAX(seq) AS seq FROM crawls WHERE source = 'crawl' GROUP BY server),
-lasto AS (SELECT o.server, o.tool, MAX(o.seq) AS seq FROM observations o
-          JOIN crawls c ON c.server = o.server AND c.seq = o.seq AND c.source = 'crawl'
-          GROUP BY o.server, o.tool)
+lasto AS (SELECT server, tool, MAX(seq) AS seq FROM observations GROUP BY server, tool)
 SELECT t.server, t.tool, t.n, COALESCE(lo.seq, 0), COALESCE(lc.seq, 0),
-       COALESCE(o.digest, ''), COALESCE(o.refused, ''), COALESCE(a.digest, ''),
+       COALESCE(o.digest, ''), COALESCE(o.refused, ''), COALESCE(c.source, ''), COALESCE(a.digest, ''),
        COALESCE((SELECT d.kind FROM decisions d WHERE d.server = t.server AND d.tool = t.tool AND d.digest = o.digest ORDER BY d.id DESC LIMIT 1), ''),
        COALESCE((SELECT o2.digest FROM observations o2 JOIN crawls c2 ON c2.server = o2.server AND c2.seq = o2.seq AND c2.source = 'crawl'
                  WHERE o2.server = t.server AND o2.tool = t.tool AND o2.digest IS NOT NULL AND o2.digest IS NOT o.digest
@@ -632,6 +648,7 @@ FROM t
 LEFT JOIN lastc lc ON lc.server = t.server
 LEFT JOIN lasto lo ON lo.server = t.server AND lo.tool = t.tool
 LEFT JOIN observations o ON o.server = t.server AND o.tool = t.tool AND o.seq = lo.seq
+LEFT JOIN crawls c ON c.server = t.server AND c.seq = lo.seq
 LEFT JOIN approvals a ON a.server = t.server AND a.tool = t.tool
 ORDER BY t.server, t.tool`
 
@@ -645,11 +662,11 @@ func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 	out := []warrant.ToolRecord{}
 	for rows.Next() {
 		var r warrant.ToolRecord
-		var cur, appr, kind, prev string
-		if err := rows.Scan(&r.Server, &r.Tool, &r.Versions, &r.LastCrawl, &r.ServerLastCrawl, &cur, &r.Refused, &appr, &kind, &prev); err != nil {
+		var cur, src, appr, kind, prev string
+		if err := rows.Scan(&r.Server, &r.Tool, &r.Versions, &r.LastCrawl, &r.ServerLastCrawl, &cur, &r.Refused, &src, &appr, &kind, &prev); err != nil {
 			return nil, cwrap("list tools", err)
 		}
-		r.Current, r.Approved, r.CurrentDecision, r.Previous = warrant.Digest(cur), warrant.Digest(appr), warrant.DecisionKind(kind), warrant.Digest(prev)
+		r.Current, r.CurrentSource, r.Approved, r.CurrentDecision, r.Previous = warrant.Digest(cur), warrant.Source(src), warrant.Digest(appr), warrant.DecisionKind(kind), warrant.Digest(prev)
 		out = append(out, r)
 	}
 	return out, cwrap("list tools", rows.Err())

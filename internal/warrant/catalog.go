@@ -24,7 +24,7 @@ type Catalog interface {
 	// nil (and appends nothing); a different one with the same name is ErrConflict.
 	AddServer(ctx context.Context, s Server, a AuditAppend) error
 
-	// Server returns the named server with its LastCrawl. ErrNotFound.
+	// Server returns the named server with its LastCrawl and LastSourceCrawl. ErrNotFound.
 	Server(ctx context.Context, name string) (Server, error)
 
 	// Servers returns every server, sorted by name.
@@ -37,6 +37,10 @@ type Catalog interface {
 	// bytes under the same digest is ErrConflict; and r.Proposals, likewise. Observations
 	// must be sorted by tool with unique names; versions and proposals must belong to the
 	// crawl's server (ErrInvalid).
+	//
+	// Both sources share the sequence: a record with Source SourceGateway is numbered and
+	// check-and-set like a crawl, but it is partial — it advances LastCrawl and not
+	// LastSourceCrawl, and a tool it does not observe is not removed by it.
 	RecordCrawl(ctx context.Context, r CrawlRecord, a AuditAppend) error
 
 	// Crawl returns crawl seq of server with its observations. ErrNotFound.
@@ -53,8 +57,11 @@ type Catalog interface {
 	// then digest: what a crawl compares its listing with to find new versions.
 	VersionKeys(ctx context.Context, server string) ([]VersionKey, error)
 
-	// Tools returns one record per tool that has at least one version, sorted by server
-	// then tool, read in one consistent snapshot.
+	// Tools returns one record per tool that has at least one version or was observed
+	// with a digest by a SourceGateway record, sorted by server then tool, read in one
+	// consistent snapshot. A tool's Current is the observation of the highest-numbered
+	// record, of either source, that observed it; ServerLastCrawl counts SourceCrawl
+	// records only; Previous looks at SourceCrawl observations only (see ToolRecord).
 	Tools(ctx context.Context) ([]ToolRecord, error)
 
 	// Proposals returns the pending proposals (no decision names their digest), sorted by

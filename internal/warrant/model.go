@@ -26,9 +26,14 @@ type Server struct {
 	// AddedAt and AddedBy say when and by whom the server was added.
 	AddedAt time.Time
 	AddedBy string
-	// LastCrawl is the number of the server's last recorded crawl, 0 before the first. The
-	// store maintains it; it is ignored by AddServer.
+	// LastCrawl is the number of the server's last recorded crawl, 0 before the first: the
+	// check-and-set counter of every RecordCrawl, whatever its Source. The store maintains
+	// it; it is ignored by AddServer.
 	LastCrawl int64
+	// LastSourceCrawl is the number of the server's last crawl with Source SourceCrawl (a
+	// complete listing by the crawler), 0 before the first; gateway records never move it.
+	// The store maintains it; it is ignored by AddServer.
+	LastSourceCrawl int64
 }
 
 // HeaderRef is one per-server HTTP header whose value comes from the environment.
@@ -105,8 +110,10 @@ type Source string
 const (
 	// SourceCrawl is a crawl by toolwarrant's crawler, talking to the upstream directly.
 	SourceCrawl Source = "crawl"
-	// SourceGateway is a listing seen by the gateway processor (part 3); it records
-	// observations but opens no versions.
+	// SourceGateway is what the gateway processor (part 3) saw served and did not serve:
+	// a partial listing (a tool missing from it is not removed) that records observations
+	// of digests only. It opens no versions (the processor keeps no definitions), so a
+	// digest it is the first to see has no version until a crawl records one.
 	SourceGateway Source = "gateway"
 )
 
@@ -215,22 +222,34 @@ type Approval struct {
 }
 
 // ToolRecord is what the catalog knows about one tool at one moment, read consistently.
+//
+// Crawl and gateway records combine by record number: a tool's current observation is
+// the one in the most recently recorded crawl record, of either source, that observed the
+// tool (docs/toolwarrant.md, "Crawls and gateway observations").
 type ToolRecord struct {
 	Server, Tool string
-	// LastCrawl is the number of the last crawl (SourceCrawl) of the server that listed
-	// this tool; ServerLastCrawl is the number of the server's last crawl (SourceCrawl).
+	// LastCrawl is the number of the last crawl record of the server, of either source,
+	// that observed this tool; ServerLastCrawl is the number of the server's last crawl
+	// with Source SourceCrawl (Server.LastSourceCrawl). A tool is listed while LastCrawl >=
+	// ServerLastCrawl: only a crawl removes a tool, and a gateway observation after that
+	// crawl lists it again.
 	LastCrawl, ServerLastCrawl int64
-	// Current is the digest that last crawl saw; empty if it refused the tool (Refused).
+	// Current is the digest that record observed; empty if it refused the tool (Refused).
 	Current Digest
 	Refused string
-	// Previous is the last digest observed before Current that differs from it; empty if
-	// none.
+	// CurrentSource is the Source of that record ("" when no record observed the tool).
+	// A Current observed only by the gateway may have no version yet.
+	CurrentSource Source
+	// Previous is the last digest a SourceCrawl record observed that differs from Current
+	// (so it always has a version); empty if none.
 	Previous Digest
 	// Approved is the tool's approved digest, empty if none.
 	Approved Digest
 	// CurrentDecision is the latest decision on Current ("" if it has none: pending).
 	CurrentDecision DecisionKind
-	// Versions is how many versions the tool has.
+	// Versions is how many versions the tool has: 0 for a tool observed only by the
+	// gateway (Tools lists a tool once it has a version or a gateway observation with a
+	// digest).
 	Versions int
 }
 
@@ -238,26 +257,33 @@ type ToolRecord struct {
 type State string
 
 // States, in the order an operator cares about them.
+// "The last observation" is ToolRecord.Current: the most recently recorded crawl or
+// gateway observation of the tool.
 const (
-	// StateApproved: the last crawl saw the approved digest.
+	// StateApproved: the last observation is the approved digest.
 	StateApproved State = "APPROVED"
-	// StateDrift: the tool has an approved digest, and the last crawl saw another one (or
-	// refused the definition).
+	// StateDrift: the tool has an approved digest, and the last observation is another one
+	// (or refused the definition).
 	StateDrift State = "DRIFT"
-	// StatePending: no approved digest, and the last digest seen is undecided.
+	// StatePending: no approved digest, and the last digest observed is undecided.
 	StatePending State = "PENDING"
-	// StateRejected: no approved digest, and the last digest seen was rejected.
+	// StateRejected: no approved digest, and the last digest observed was rejected.
 	StateRejected State = "REJECTED"
-	// StateRefused: no approved digest, and the last crawl refused the definition.
+	// StateRefused: no approved digest, and the last observation refused the definition.
 	StateRefused State = "REFUSED"
-	// StateRemoved: the server's last crawl did not list the tool.
+	// StateRemoved: the server's last crawl did not list the tool, and no gateway
+	// observation since did.
 	StateRemoved State = "REMOVED"
 )
+
+// Listed reports whether the tool was observed by the server's last crawl or by a
+// gateway record after it: whether Current is the tool's current definition.
+func (r ToolRecord) Listed() bool { return r.LastCrawl >= r.ServerLastCrawl }
 
 // State derives the tool's state.
 func (r ToolRecord) State() State {
 	switch {
-	case r.LastCrawl < r.ServerLastCrawl:
+	case !r.Listed():
 		return StateRemoved
 	case r.Approved != "" && r.Current == r.Approved:
 		return StateApproved
@@ -274,7 +300,7 @@ func (r ToolRecord) State() State {
 
 // Pending reports whether the last digest seen is undecided.
 func (r ToolRecord) Pending() bool {
-	return r.Current != "" && r.CurrentDecision == "" && r.LastCrawl == r.ServerLastCrawl
+	return r.Current != "" && r.CurrentDecision == "" && r.Listed()
 }
 
 // Baseline is the digest the current one is graded against: the approved digest, else the

@@ -194,7 +194,8 @@ type IngestResult struct {
 	New []NewVersion `json:"newVersions"`
 	// Refused are the tools whose ingestion was refused, in listing order.
 	Refused []*IngestError `json:"-"`
-	// Removed are tools the previous crawl listed and this one did not, sorted.
+	// Removed are tools the previous crawl (the server's last SourceCrawl record; gateway
+	// records are partial and never count) listed and this one did not, sorted.
 	Removed []string `json:"removed"`
 }
 
@@ -262,11 +263,13 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 		finished = s.clock()
 	}
 	var rec CrawlRecord
+	var prevCrawl int64 // the previous SourceCrawl record, read with the seq the write checks
 	err := s.audited(ctx, "record crawl of "+l.Server, func() ([]Event, error) {
 		srv, err := s.cat.Server(ctx, l.Server)
 		if err != nil {
 			return nil, err
 		}
+		prevCrawl = srv.LastSourceCrawl
 		keys, err := s.cat.VersionKeys(ctx, l.Server)
 		if err != nil {
 			return nil, err
@@ -285,18 +288,9 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 				FirstSeenAt: finished, FirstSeenBy: by, FirstCrawl: seq})
 			rec.Proposals = append(rec.Proposals, Proposal{Server: l.Server, Tool: o.Tool, Digest: o.Digest, OpenedAt: finished, Crawl: seq})
 		}
-		type obsJSON struct {
-			Tool    string `json:"tool"`
-			Digest  Digest `json:"digest,omitempty"`
-			Refused string `json:"refused,omitempty"`
-		}
-		oj := make([]obsJSON, len(observations))
-		for i, o := range observations {
-			oj[i] = obsJSON{o.Tool, o.Digest, o.Refused} //nolint:staticcheck // spelled out: the audit body must not follow Observation's fields
-		}
 		events := []Event{{Type: EventCrawlObserved, Actor: by, At: finished, Body: mustJSON(map[string]any{
 			"server": l.Server, "crawl": seq, "source": SourceCrawl, "startedAt": started.Format(time.RFC3339Nano),
-			"finishedAt": finished.Format(time.RFC3339Nano), "observations": oj})}}
+			"finishedAt": finished.Format(time.RFC3339Nano), "observations": observationsJSON(observations)})}}
 		for _, v := range rec.Versions {
 			events = append(events, Event{Type: EventVersionRecorded, Actor: by, At: finished, Body: mustJSON(map[string]any{
 				"server": v.Server, "tool": v.Tool, "digest": v.Digest, "crawl": seq})})
@@ -308,8 +302,11 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 	}
 	res.Crawl = rec.Crawl.Seq
 
-	if rec.Crawl.Seq > 1 {
-		prev, err := s.cat.Crawl(ctx, l.Server, rec.Crawl.Seq-1)
+	// Compared with the previous crawl, not the previous record: a gateway record in
+	// between lists only what the gateway did not serve, so a tool missing from it is not
+	// gone.
+	if prevCrawl > 0 {
+		prev, err := s.cat.Crawl(ctx, l.Server, prevCrawl)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return res, err
 		}
@@ -381,14 +378,19 @@ type ToolRow struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	State  State  `json:"state"`
-	// Current is the digest the last crawl saw ("" if it refused the definition or the
-	// tool was not listed); Approved is the approved digest ("" if none).
+	// Current is the digest last observed ("" if that observation refused the definition
+	// or the tool was not listed); Approved is the approved digest ("" if none).
 	Current  Digest `json:"current"`
 	Approved Digest `json:"approved"`
+	// Source says which listing observed Current: "crawl", or "gateway" (the gateway
+	// processor saw it served; when no crawl has recorded that definition yet there is no
+	// version to grade or inspect, and Grade is empty). "" when the tool is not listed.
+	Source Source `json:"source"`
 	// Pending is true when Current is undecided.
 	Pending bool `json:"pending"`
 	// Grade and Rules grade Current against Baseline (the approved digest, else the
-	// previous one seen); a tool with one version and no approval is graded as new.
+	// previous one seen); a tool with one version and no approval is graded as new. Both
+	// are empty when Current has no version (observed only by the gateway).
 	Grade    Severity `json:"grade"`
 	Rules    []Rule   `json:"rules"`
 	Baseline Digest   `json:"baseline"`
@@ -416,29 +418,38 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 		}
 		r := ToolRow{Server: t.Server, Tool: t.Tool, State: t.State(), Approved: t.Approved, Pending: t.Pending(),
 			Refused: t.Refused, Versions: t.Versions, Rules: []Rule{}, Flags: []string{}}
-		if t.LastCrawl == t.ServerLastCrawl {
+		if t.Listed() {
 			r.Current = t.Current
+			if t.Current != "" || t.Refused != "" {
+				r.Source = t.CurrentSource
+			}
 		}
-		shown := r.Current
-		if shown == "" {
+		// The version shown: Current, else (refused, not listed, or a digest only the
+		// gateway has seen, whose definition no crawl has recorded yet) the latest.
+		var v Version
+		graded := false
+		if r.Current != "" {
+			v, err = s.cat.Version(ctx, t.Server, t.Tool, r.Current)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			graded = err == nil
+		}
+		if !graded && t.Versions > 0 {
 			vs, err := s.cat.Versions(ctx, t.Server, t.Tool)
 			if err != nil {
 				return nil, err
 			}
 			if len(vs) > 0 {
-				shown = vs[len(vs)-1].Digest
+				v = vs[len(vs)-1]
 			}
 		}
-		if shown != "" {
-			v, err := s.cat.Version(ctx, t.Server, t.Tool, shown)
-			if err != nil {
-				return nil, err
-			}
+		if v.Digest != "" {
 			if r.Inspection, err = Inspect(v.Canonical, t.Tool, names); err != nil {
 				return nil, err
 			}
 			r.Flags = append(r.Flags, r.Inspection.Flags()...)
-			if r.Current != "" && r.Current != t.Approved {
+			if graded && r.Current != t.Approved {
 				r.Baseline = t.Baseline()
 				if r.Baseline == r.Current {
 					r.Baseline = ""
@@ -459,8 +470,8 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 type VersionView struct {
 	Version    Version
 	Inspection Inspection
-	// Current says whether the last crawl saw it; Approved whether it is the approved
-	// digest.
+	// Current says whether it is the digest last observed; Approved whether it is the
+	// approved digest.
 	Current, Approved bool
 	State             State
 	Decisions         []Decision
@@ -475,19 +486,33 @@ func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []
 	if err != nil {
 		return ToolRecord{}, nil, err
 	}
-	if len(vs) == 0 {
-		return ToolRecord{}, nil, fmt.Errorf("server %q has no tool %q: %w", server, tool, ErrNotFound)
-	}
 	tools, err := s.cat.Tools(ctx)
 	if err != nil {
 		return ToolRecord{}, nil, err
 	}
+	tr := ToolRecord{Server: server, Tool: tool}
 	for _, t := range tools {
 		if t.Server == server && t.Tool == tool {
-			return t, vs, nil
+			tr = t
 		}
 	}
-	return ToolRecord{Server: server, Tool: tool}, vs, nil
+	if len(vs) == 0 {
+		if tr.Current != "" {
+			return ToolRecord{}, nil, fmt.Errorf("server %q tool %q: the gateway listed %s, but no crawl has recorded a definition of the tool yet (run 'toolwarrant crawl %s'): %w",
+				server, tool, tr.Current.Short(), server, ErrNotFound)
+		}
+		return ToolRecord{}, nil, fmt.Errorf("server %q has no tool %q: %w", server, tool, ErrNotFound)
+	}
+	return tr, vs, nil
+}
+
+// currentVersion returns the digest last observed when it is listed and a recorded
+// version (a digest only the gateway has seen has none yet), else "".
+func currentVersion(tr ToolRecord, ds []Digest) Digest {
+	if tr.Current != "" && tr.Listed() && slices.Contains(ds, tr.Current) {
+		return tr.Current
+	}
+	return ""
 }
 
 func digests(vs []Version) []Digest {
@@ -499,7 +524,8 @@ func digests(vs []Version) []Digest {
 }
 
 // Show returns one version of a tool: digest (a full digest or a unique prefix of at least
-// 8 hex digits), or "" for the current one (the last crawl's, else the newest).
+// 8 hex digits), or "" for the current one (the last observed, if it is a recorded
+// version, else the newest).
 func (s *Service) Show(ctx context.Context, server, tool, digest string) (VersionView, error) {
 	tr, vs, err := s.tool(ctx, server, tool)
 	if err != nil {
@@ -511,7 +537,7 @@ func (s *Service) Show(ctx context.Context, server, tool, digest string) (Versio
 		if d, err = MatchDigest(digests(vs), digest); err != nil {
 			return VersionView{}, fmt.Errorf("server %q tool %q: %w", server, tool, err)
 		}
-	case tr.Current != "" && tr.LastCrawl == tr.ServerLastCrawl:
+	case currentVersion(tr, digests(vs)) != "":
 		d = tr.Current
 	default:
 		d = vs[len(vs)-1].Digest
@@ -538,7 +564,7 @@ func (s *Service) Show(ctx context.Context, server, tool, digest string) (Versio
 			mine = append(mine, dc)
 		}
 	}
-	return VersionView{Version: v, Inspection: in, Current: tr.Current == d && tr.LastCrawl == tr.ServerLastCrawl,
+	return VersionView{Version: v, Inspection: in, Current: tr.Current == d && tr.Listed(),
 		Approved: tr.Approved == d, State: tr.State(), Decisions: mine}, nil
 }
 
@@ -555,8 +581,9 @@ type DiffView struct {
 }
 
 // Diff grades version to of a tool against version from. Empty to means the current
-// version (the last crawl's, else the newest); empty from means the baseline — the approved
-// digest, else the previous one seen, else nothing (the tool is graded as new).
+// version (the last observed, if it is a recorded version, else the newest); empty from
+// means the baseline — the approved digest, else the previous one seen, else nothing (the
+// tool is graded as new).
 func (s *Service) Diff(ctx context.Context, server, tool, from, to string) (DiffView, error) {
 	tr, vs, err := s.tool(ctx, server, tool)
 	if err != nil {
@@ -568,8 +595,8 @@ func (s *Service) Diff(ctx context.Context, server, tool, from, to string) (Diff
 		if dv.To, err = MatchDigest(ds, to); err != nil {
 			return DiffView{}, fmt.Errorf("server %q tool %q: --to: %w", server, tool, err)
 		}
-	} else if tr.Current != "" && tr.LastCrawl == tr.ServerLastCrawl {
-		dv.To = tr.Current
+	} else if cur := currentVersion(tr, ds); cur != "" {
+		dv.To = cur
 	} else {
 		dv.To = ds[len(ds)-1]
 	}
