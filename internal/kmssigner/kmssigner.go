@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg Config) (*Signer, error) {
 	}
 	spec := out.KeySpec
 	if spec == "" { // older emulators (moto 5.2) fill only the deprecated field
-		spec = kmstypes.KeySpec(out.CustomerMasterKeySpec)
+		spec = kmstypes.KeySpec(out.CustomerMasterKeySpec) //nolint:staticcheck // read only as a fallback for emulators
 	}
 	if spec != kmstypes.KeySpecEccNistP256 || out.KeyUsage != kmstypes.KeyUsageTypeSignVerify ||
 		!slices.Contains(out.SigningAlgorithms, kmstypes.SigningAlgorithmSpecEcdsaSha256) {

@@ -117,7 +117,12 @@ func run(rate int, duration time.Duration, inflight int, addr, server string, as
 		addr = lis.Addr().String()
 		done := make(chan error, 1)
 		go func() { done <- extmcp.Serve(ctx, lis, p, extmcp.ServeOptions{}) }()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintln(os.Stderr, "extmcp-load: processor:", err)
+			}
+		}()
 	} else if host, _, err := net.SplitHostPort(addr); err != nil || !net.ParseIP(host).IsLoopback() {
 		return errors.New("-addr must be a loopback address such as 127.0.0.1:9001")
 	}
