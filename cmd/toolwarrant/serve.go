@@ -75,19 +75,19 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 	if store != "" && store != "catalog" {
 		return nil, cli.Usage(cmd, "--store %q: use catalog, evidence:PATH or dynamodb:TABLE", store)
 	}
-	// The processor only reads the catalog; observations are written through the warrant
-	// service once it implements extmcp.GatewayObserver (then with the log key).
-	_, canObserve := any((*warrant.Service)(nil)).(extmcp.GatewayObserver)
-	cat, svc, _, err := a.open(ctx, cmd, !canObserve)
+	// The processor reads approvals from the catalog and records what it observes through
+	// the warrant service (ObserveGateway: a gateway crawl record and its audit entry,
+	// signed with the log key like a crawl's), so the catalog is opened for writing.
+	cat, svc, _, err := a.open(ctx, cmd, false)
 	if err != nil {
 		return nil, err
 	}
 	st := catalogStore(cat, func() { cat.Close() })
-	if o, ok := any(svc).(extmcp.GatewayObserver); ok {
-		st.recorder = extmcp.CatalogRecorder(o)
-	}
+	st.recorder = extmcp.CatalogRecorder(svc)
 	return st, nil
 }
+
+var _ extmcp.GatewayObserver = (*warrant.Service)(nil)
 
 // catalogStore reads approvals, crawl results and server URLs from a catalog port.
 func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
@@ -139,9 +139,12 @@ meant for localhost beside the gateway) for the named upstream servers; with sev
 
 On every tools/list result it removes each tool whose live digest (RFC 8785 of the tool
 object exactly as received) is not the approved digest, keeping every other byte of the
-result; a tool it has never seen is dropped and recorded as an observation. On every
-tools/call it passes only if the last listing it saw and the last crawl both show the
-approved digest, and otherwise denies with PERMISSION_DENIED naming that tool and its
+result; a tool it has never seen is dropped. Every tool it drops (new, drifted,
+unapproved, refused) is recorded off the request path, in batches, as a gateway record of
+the catalog with its signed audit entry (needs the log key), so 'toolwarrant list' shows
+DRIFT and PENDING without a crawl; --observations FILE writes JSON lines instead. On every
+tools/call it passes only if the last listing it saw and the catalog's last observation
+of the tool (a crawl's, or a gateway record's) both show the approved digest, and otherwise denies with PERMISSION_DENIED naming that tool and its
 state. Anything it cannot decide is denied: approvals older than --staleness, malformed
 JSON, a method it does not decide, an oversized message or reply, a panic, a deadline.
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -243,6 +244,153 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// TestServeRecordsGatewayDrift: what serve drops from a listing reaches the catalog
+// without a crawl. A reworded description of an approved tool and a tool never crawled,
+// listed through the stand-in gateway, become one gateway record with its signed audit
+// entry: list shows the tool DRIFT and the new one PENDING, and audit verify passes.
+func TestServeRecordsGatewayDrift(t *testing.T) {
+	dir := t.TempDir()
+	const brandNew = `{"name":"get_tides","description":"Get the tides for a harbour.","inputSchema":{"type":"object"}}`
+	f := fixture.New(twForecast, twAlerts)
+	upstream := httptest.NewServer(f)
+	defer upstream.Close()
+	twOK(t, dir, "init")
+	twOK(t, dir, "server", "add", "wx", upstream.URL+"/mcp", "--allow-private")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if r := tw(ctx, dir, "crawl"); r.code > 1 {
+		t.Fatalf("crawl: %s", r)
+	}
+	approver := sshKeygen(t, dir, "approver")
+	twOK(t, dir, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	twOK(t, dir, "approve", "wx", "get_forecast", "--hash", twDigest(t, twForecast), "--sign-key", approver)
+	headBefore := auditEntries(t, dir)
+
+	addr, stop := startServe(t, dir, "--server", "wx", "--refresh", "100ms", "--staleness", "5s")
+	gwFile := filepath.Join(dir, "gateway.yaml")
+	twOK(t, dir, "emit", "--processor", addr, "--out", gwFile)
+	config, err := os.ReadFile(gwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gateway applies mcpAuthorization before the processor sees a listing, so with
+	// emit's rules (the approved names) a tool nobody approved never reaches it. Here the
+	// operator has allowed get_tides by name ahead of its approval: the processor still
+	// drops it, and records it.
+	rule := regexp.MustCompile(`(?m)^(\s*- )mcp\.tool\.name == "get_forecast"$`)
+	if !rule.Match(config) {
+		t.Fatalf("no allow rule for get_forecast in:\n%s", config)
+	}
+	config = rule.ReplaceAll(config, []byte("${0}\n${1}mcp.tool.name == \"get_tides\""))
+	gw := httptest.NewServer(standin.New(t, config))
+	defer gw.Close()
+	cs := connect(t, gw.URL+"/wx/mcp")
+	if names := listNames(t, cs); strings.Join(names, ",") != "get_forecast" {
+		t.Fatalf("before the rewording the gateway lists %v", names)
+	}
+
+	f.SetTools(twRugged, twAlerts, brandNew)
+	if names := listNames(t, cs); len(names) != 0 {
+		t.Errorf("after the rewording the gateway lists %v", names)
+	}
+	var rows map[string]warrant.ToolRow
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		rows = twListRows(t, dir)
+		if rows["get_forecast"].State == warrant.StateDrift && rows["get_tides"].State == warrant.StatePending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list never showed the gateway's observations: %+v", rows)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := rows["get_forecast"]; r.Current != warrant.Digest(twDigest(t, twRugged)) || r.Approved != warrant.Digest(twDigest(t, twForecast)) || r.Source != warrant.SourceGateway {
+		t.Errorf("get_forecast: %+v", r)
+	}
+	if r := rows["get_tides"]; r.Current != warrant.Digest(twDigest(t, brandNew)) || r.Versions != 0 || !r.Pending {
+		t.Errorf("get_tides: %+v", r)
+	}
+	if r := rows["get_alerts"]; r.State != warrant.StatePending || r.Source != warrant.SourceCrawl {
+		t.Errorf("get_alerts (unapproved, unchanged): %+v", r)
+	}
+	// No crawl in between: the one new record is the gateway's, and its entry is signed.
+	r := twOK(t, dir, "server", "list", "--json")
+	if !strings.Contains(r.stdout, `"lastCrawl": 2`) {
+		t.Errorf("server list after the gateway's record: %s", r.stdout)
+	}
+	entries := auditEntries(t, dir)
+	var gwEntries []string
+	for _, e := range entries[len(headBefore):] {
+		if e.Type == warrant.EventCrawlObserved && strings.Contains(e.Body, `"source":"gateway"`) {
+			gwEntries = append(gwEntries, e.Body)
+		}
+	}
+	if len(gwEntries) != 1 || !strings.Contains(gwEntries[0], `"drift":[{"approved":"`+twDigest(t, twForecast)+`","digest":"`+twDigest(t, twRugged)+`","tool":"get_forecast"}]`) ||
+		!strings.Contains(gwEntries[0], `"tool":"get_tides"`) || strings.Contains(gwEntries[0], `"tool":"get_alerts"`) {
+		t.Errorf("gateway audit entries since the approval: %q (all new: %+v)", gwEntries, entries[len(headBefore):])
+	}
+	if r := twOK(t, dir, "audit", "verify"); !strings.Contains(r.stdout, "ok") {
+		t.Errorf("audit verify: %s", r)
+	}
+	if r := stop(); r.code != 0 || strings.Contains(r.stderr, "cannot record observations") {
+		t.Errorf("serve: %s", r)
+	}
+	// What the gateway saw is proposed by the next crawl.
+	if r := tw(ctx, dir, "crawl"); r.code != 1 {
+		t.Fatalf("crawl after the gateway's record: %s", r)
+	}
+	rows = twListRows(t, dir)
+	if r := rows["get_tides"]; r.State != warrant.StatePending || r.Versions != 1 || r.Source != warrant.SourceCrawl {
+		t.Errorf("get_tides after the crawl: %+v", r)
+	}
+	twOK(t, dir, "audit", "verify")
+}
+
+type auditEntry struct {
+	Type string `json:"type"`
+	Body string `json:"body"`
+}
+
+// auditEntries reads the audit log through `audit export`.
+func auditEntries(t *testing.T, dir string) []auditEntry {
+	t.Helper()
+	r := twOK(t, dir, "audit", "export")
+	var out []auditEntry
+	for line := range strings.Lines(r.stdout) {
+		var e struct {
+			Type string          `json:"type"`
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit export line %q: %v", line, err)
+		}
+		body := string(e.Body)
+		var s string
+		if json.Unmarshal(e.Body, &s) == nil {
+			body = s // the body exported as a JSON string
+		}
+		out = append(out, auditEntry{e.Type, body})
+	}
+	return out
+}
+
+func twListRows(t *testing.T, dir string) map[string]warrant.ToolRow {
+	t.Helper()
+	r := twOK(t, dir, "list", "--json")
+	var l struct {
+		Tools []warrant.ToolRow `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		t.Fatalf("list --json: %v\n%s", err, r.stdout)
+	}
+	rows := map[string]warrant.ToolRow{}
+	for _, row := range l.Tools {
+		rows[row.Tool] = row
+	}
+	return rows
 }
 
 func waitServing(t *testing.T, dir, addr string) {
