@@ -1,6 +1,7 @@
 package catalogtest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,6 +24,7 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("ToolRecords", func(t *testing.T) { testToolRecords(t, newCatalog(t)) })
 	t.Run("GatewayObservations", func(t *testing.T) { testGatewayObservations(t, newCatalog(t)) })
 	t.Run("GatewayRacesCrawl", func(t *testing.T) { testGatewayRace(t, newCatalog(t)) })
+	t.Run("ServiceObserveGateway", func(t *testing.T) { testServiceObserveGateway(t, newCatalog(t)) })
 	t.Run("DecideCheckAndSet", func(t *testing.T) { testDecide(t, newCatalog(t)) })
 	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
@@ -621,5 +623,81 @@ func testGatewayRace(t *testing.T, c warrant.Catalog) {
 	vs, _ := c.Versions(t.Context(), "s", "a")
 	if wantLSC, wantVs := map[bool]int64{true: 1, false: 2}[won%2 == 1], map[bool]int{true: 1, false: 2}[won%2 == 1]; srv.LastSourceCrawl != wantLSC || len(vs) != wantVs {
 		t.Errorf("after the race: LastSourceCrawl %d, %d versions; want %d and %d", srv.LastSourceCrawl, len(vs), wantLSC, wantVs)
+	}
+}
+
+// chainer is a test Auditor: records linked like Records (the port checks linkage only).
+type chainer struct{}
+
+func (chainer) Chain(_ context.Context, head warrant.AuditHead, events []warrant.Event) ([]warrant.AuditRecord, error) {
+	out := Records(head, len(events), "")
+	for i, e := range events {
+		out[i].Type, out[i].Actor, out[i].At, out[i].Body = e.Type, e.Actor, e.At, e.Body
+	}
+	return out, nil
+}
+
+// testServiceObserveGateway: the service's ObserveGateway over the driver — the
+// gateway's drift and new tool in List without a crawl, with one audit record; a retry
+// writes nothing; the next crawl's removed tools are those of the previous crawl.
+func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "gw", Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddServer(ctx, server("s")); err != nil {
+		t.Fatal(err)
+	}
+	listing := func(tools ...string) warrant.Listing {
+		l := warrant.Listing{Server: "s"}
+		for i := 0; i+1 < len(tools); i += 2 {
+			b, _ := Def(tools[i], tools[i+1])
+			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
+		}
+		return l
+	}
+	if _, err := svc.Ingest(ctx, listing("a", "A", "old", "O")); err != nil {
+		t.Fatal(err)
+	}
+	_, dA := Def("a", "A")
+	_, dA2 := Def("a", "A2")
+	_, dN := Def("new", "N")
+	if err := svc.Decide(ctx, warrant.Decision{Server: "s", Tool: "a", Digest: dA, Kind: warrant.DecisionApproved, Actor: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	obs := []warrant.Observation{{Tool: "new", Digest: dN}, {Tool: "a", Digest: dA2}}
+	head, _ := c.AuditHead(ctx)
+	for range 2 { // the second is a retry of the same batch: nothing new to write
+		if err := svc.ObserveGateway(ctx, "s", t0.Add(time.Minute), obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h, _ := c.AuditHead(ctx); h.Seq != head.Seq+1 {
+		t.Errorf("audit head moved from %d to %d, want one record", head.Seq, h.Seq)
+	}
+	if srv, _ := c.Server(ctx, "s"); srv.LastCrawl != 2 || srv.LastSourceCrawl != 1 {
+		t.Errorf("server = %+v; want one gateway record after crawl 1", srv)
+	}
+	rows, err := svc.List(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, r := range rows {
+		states[r.Tool] = fmt.Sprintf("%s %s %d", r.State, r.Source, r.Versions)
+	}
+	if fmt.Sprint(states) != "map[a:DRIFT gateway 1 new:PENDING gateway 0 old:PENDING crawl 1]" {
+		t.Errorf("list after the gateway's observations: %v", states)
+	}
+	res, err := svc.Ingest(ctx, listing("a", "A2", "new", "N"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Removed) != "[old]" || res.Crawl != 3 || len(res.New) != 2 {
+		t.Errorf("crawl after the gateway record: removed %v, crawl %d, %d new", res.Removed, res.Crawl, len(res.New))
+	}
+	if props, _ := c.Proposals(ctx); len(props) != 3 {
+		t.Errorf("proposals after the crawl: %+v; want old, a@A2 and new", props)
 	}
 }
