@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/signer"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
@@ -34,7 +35,7 @@ prev_hash || JCS(body)), signed by the log key.` + exitCodes("success", ""),
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd())
+	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd(), a.auditCheckpointCmd())
 	return c
 }
 
@@ -132,6 +133,7 @@ func readPublicKeys(path string) (map[string]crypto.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw := b
 	keys := map[string]crypto.PublicKey{}
 	for {
 		var block *pem.Block
@@ -150,14 +152,20 @@ func readPublicKeys(path string) (map[string]crypto.PublicKey, error) {
 		keys[id] = pub
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s holds no PEM PUBLIC KEY", path)
+		// Not PEM: a DER SubjectPublicKeyInfo, as 'aws kms get-public-key' returns (base64 -d).
+		pub, err := signer.ParsePublicKey(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s holds no PEM PUBLIC KEY and is not a DER public key", path)
+		}
+		id, _ := signer.KeyIDOf(pub)
+		keys[id] = pub
 	}
 	return keys, nil
 }
 
 func (a *app) auditVerifyCmd() *cobra.Command {
-	var export, logPub, head, trustRoot string
-	var asJSON bool
+	var export, logPub, head, trustRoot, checkpoints, crawlRole string
+	var asJSON, pathStyle bool
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute every entry's hash and signature; catch altered, removed or reordered entries",
@@ -171,8 +179,14 @@ so that it is consistent on its own. Keep the head (SEQ:HASH) and the trust root
 commands print outside the database, and pass them: --head checks that the log still holds
 that entry with that hash, --trust-root that the trust list was initialised by that entry.
 
-The log's public key comes from --log-pub PEM (see 'toolwarrant audit key'), else from the
-log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
+--checkpoints DIR or s3://BUCKET[/PREFIX] also checks the log against every signed checkpoint
+(written by 'toolwarrant audit checkpoint' or the AWS checkpoint function): a history
+rewritten or truncated after a checkpoint fails even when it was re-signed with the log key.
+--crawl-role ARN checks decisions attested by an IAM principal (the AWS approvals API) and
+refuses any attested by that crawl role.
+
+The log's public key comes from --log-pub (PEM, or DER as 'aws kms get-public-key' returns
+it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
 		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -182,6 +196,9 @@ log key file.` + exitCodes("the log verified", "problems were found (listed, wit
 			}
 			var st trust.State
 			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot)), Check: st.Step}
+			if crawlRole != "" {
+				opts.Check = iamattest.Checker(st.Step, crawlRole)
+			}
 			if head != "" {
 				if opts.Head, err = parseHead(head); err != nil {
 					return cli.Usage(cmd, "%v", err)
@@ -197,6 +214,9 @@ log key file.` + exitCodes("the log verified", "problems were found (listed, wit
 					return cli.Exit(cli.ExitUsage, fmt.Errorf("%v (or pass --log-pub with the log's public key)", err))
 				}
 				opts.Keys = map[string]crypto.PublicKey{key.KeyID(): key.Public()}
+			}
+			if checkpoints != "" {
+				return a.verifyCheckpoints(cmd, cfg.Catalog, export, checkpoints, pathStyle, opts, asJSON)
 			}
 			v := audit.NewVerifier(opts)
 			if export != "" {
@@ -239,6 +259,9 @@ log key file.` + exitCodes("the log verified", "problems were found (listed, wit
 	c.Flags().StringVar(&head, "head", "", "a head you kept, `SEQ:HASH`: the log must still hold that entry with that hash")
 	c.Flags().StringVar(&trustRoot, "trust-root", "", "the trust root you kept (`HASH`): the log's trust list must start at that entry")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: entries, head, trustRoot, problems")
+	c.Flags().StringVar(&checkpoints, "checkpoints", "", "also verify against the signed checkpoints in `DIR` or s3://BUCKET[/PREFIX]")
+	c.Flags().BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing for --checkpoints s3:// (moto, LocalStack)")
+	c.Flags().StringVar(&crawlRole, "crawl-role", "", "check IAM-attested decisions; a decision attested by this crawl role `ARN` is a problem")
 	return c
 }
 
