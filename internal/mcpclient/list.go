@@ -139,6 +139,21 @@ func fallbackToSSE(ctx context.Context, err error) bool {
 	return true
 }
 
+// codeRejectedByTransport is the JSON-RPC code the MCP SDK wraps around a request its
+// transport could not deliver or get an answer for (a timeout, a refused connection).
+const codeRejectedByTransport = -32005
+
+// transportFailure reports whether a JSON-RPC-shaped error is really the transport
+// giving up (the server did not answer in time or could not be reached), which makes the
+// server unavailable rather than its answer invalid.
+func transportFailure(err error, werr *jsonrpc.Error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	return werr.Code == codeRejectedByTransport
+}
+
 func unwrapServer(err error) string {
 	msg := err.Error()
 	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "server ") {
@@ -257,7 +272,7 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 		}
 		if _, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor}); err != nil {
 			var werr *jsonrpc.Error
-			if errors.As(err, &werr) {
+			if errors.As(err, &werr) && !transportFailure(err, werr) {
 				return fmt.Errorf("server %q: %w: tools/list failed: %s", s.Name, ErrProtocol, oneLine(err))
 			}
 			return fmt.Errorf("server %q: %w: tools/list: %s", s.Name, ErrUnavailable, oneLine(err))

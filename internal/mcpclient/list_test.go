@@ -2,10 +2,12 @@ package mcpclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -207,6 +209,33 @@ func TestListToolsBoundsPages(t *testing.T) {
 	_, err := ListTools(t.Context(), Server{Name: "many", URL: srv.URL}, Options{MaxPages: 3})
 	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "more than 3 pages") {
 		t.Errorf("ListTools with MaxPages 3 = %v", err)
+	}
+}
+
+// An HTTP client timeout that fires before the listing's own deadline is the server not
+// answering in time, not an invalid answer: the SDK wraps it in a JSON-RPC "rejected by
+// transport" error, which must still classify as unavailable.
+func TestListToolsHTTPClientTimeoutIsUnavailable(t *testing.T) {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return goSDKServer(1, 1) }, nil)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	_, err := ListTools(t.Context(), Server{Name: "hung", Transport: TransportHTTP, URL: srv.URL},
+		Options{Timeout: 20 * time.Second, HTTPClient: &http.Client{Timeout: 300 * time.Millisecond}})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrProtocol) {
+		t.Fatalf("ListTools against a hung tools/list = %v, want ErrUnavailable only", err)
 	}
 }
 
