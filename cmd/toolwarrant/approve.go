@@ -37,7 +37,12 @@ you read; it is recorded, with your signature, in the same transaction as the ap
 Refused: a digest that is not a recorded version of the tool; a key not on the trust list;
 an approver whose identity crawled that digest (separation of duties: crawl as another
 identity); a version with suspicious text unless --accept-suspicious (recorded); and a log
-that moved on since you read it (read again and sign again).`
+that moved on since you read it (read again and sign again).
+
+With --remote URL (or TOOLWARRANT_REMOTE) the decision is recorded by the approvals API of a
+SAM deployment instead: the request is SigV4-signed with your AWS credentials, the API
+records your IAM principal as the approver (no SSH key), and the same rules apply there.
+Your role needs the stack's ApproverPolicyArn.`
 	case warrant.DecisionRejected:
 		use = "reject SERVER TOOL --hash DIGEST"
 		short = "Reject one exact digest of a tool (if it was approved, the tool has none)"
@@ -48,16 +53,23 @@ that moved on since you read it (read again and sign again).`
 		long = "Roll a tool back to a digest that was approved before, signed like approve."
 	}
 	c := &cobra.Command{
-		Use:     use + " (--sign-key FILE | --agent)",
+		Use:     use + " (--sign-key FILE | --agent | --remote URL)",
 		Short:   short,
 		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
-		Example: fmt.Sprintf("  toolwarrant %s weather get_forecast --%s sha256:3f2a… --sign-key ~/.ssh/id_ed25519", kind2cmd(kind), flag),
+		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, tool := args[0], args[1]
 			d, err := warrant.ParseDigest(digest)
 			if err != nil {
 				return cli.Usage(cmd, "--%s: %v", flag, err)
+			}
+			r, err := a.remote(cmd)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				return a.remoteDecide(cmd, r, kind, server, tool, d, accept, note)
 			}
 			ctx := cmd.Context()
 			cat, svc, cfg, err := a.open(ctx, cmd, false)
@@ -148,6 +160,7 @@ that moved on since you read it (read again and sign again).`
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "decide although the version has suspicious text (recorded in the signed statement)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
 	sf.add(c)
+	a.addRemoteFlag(c)
 	return c
 }
 

@@ -60,15 +60,37 @@ func eachRecord(cmd *cobra.Command, cat *sqlitestore.Catalog, fn func(warrant.Au
 }
 
 func (a *app) auditExportCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "export",
 		Short: "Write the audit log as JSON Lines, one entry per line, for offline verification",
 		Long: `Write every audit entry, in order, as one JSON object per line: seq, type, actor, at,
 prevHash, hash, keyId, signature (base64) and body (the canonical body the hash covers).
-'toolwarrant audit verify --export FILE --log-pub PEM' verifies it without the catalog.` + exitCodes("written", ""),
-		Example: "  toolwarrant audit export > audit.jsonl",
+'toolwarrant audit verify --export FILE --log-pub PEM' verifies it without the catalog.
+
+With --remote URL (or TOOLWARRANT_REMOTE) the entries come from the approvals API of a SAM
+deployment (GET /v1/audit, page by page, each page checked to continue the sequence), for
+'audit verify --export FILE --log-pub DER' against the KMS key and the S3 checkpoints.` + exitCodes("written", ""),
+		Example: "  toolwarrant audit export > audit.jsonl\n  toolwarrant audit export --remote https://abc123.execute-api.eu-west-1.amazonaws.com > audit.jsonl",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := a.remote(cmd)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				var progress func(int)
+				if cli.IsTerminal(a.env.Stderr) {
+					progress = func(n int) { fmt.Fprintf(a.env.Stderr, "\rexported %d entries", n) }
+				}
+				n, last, err := r.ExportAudit(cmd.Context(), a.env.Stdout, 0, progress)
+				if progress != nil {
+					fmt.Fprintln(a.env.Stderr)
+				}
+				if err != nil {
+					return remoteFailed(fmt.Errorf("%w (%d entries were written, through seq %d)", err, n, last))
+				}
+				return nil
+			}
 			cat, _, _, err := a.open(cmd.Context(), cmd, true)
 			if err != nil {
 				return err
@@ -90,6 +112,8 @@ prevHash, hash, keyId, signature (base64) and body (the canonical body the hash 
 			return failed(err)
 		},
 	}
+	a.addRemoteFlag(c)
+	return c
 }
 
 func (a *app) auditKeyCmd() *cobra.Command {

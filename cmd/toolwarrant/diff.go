@@ -39,18 +39,30 @@ else the previous one seen. With neither and only one version, the tool is grade
 DIGEST is a full digest or a unique prefix of at least 8 hex digits.
 
 Old and new values are printed with suspicious characters as escapes; --accept-suspicious
-prints them raw.` + exitCodes("the two versions are the same (no drift)", "the versions differ (the changes are printed)"),
+prints them raw.` + remoteNote + exitCodes("the two versions are the same (no drift)", "the versions differ (the changes are printed)"),
 		Example: "  toolwarrant diff weather get_forecast\n  toolwarrant diff weather get_forecast --from 1a2b3c4d --to 5e6f7a8b --json",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+			var dv warrant.DiffView
+			r, err := a.remote(cmd)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			dv, err := svc.Diff(cmd.Context(), args[0], args[1], from, to)
-			if err != nil {
-				return failed(err)
+			if r != nil {
+				ans, err := r.Diff(cmd.Context(), args[0], args[1], from, to)
+				if err != nil {
+					return remoteFailed(err)
+				}
+				dv = ans.View()
+			} else {
+				cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+				if err != nil {
+					return err
+				}
+				defer cat.Close()
+				if dv, err = svc.Diff(cmd.Context(), args[0], args[1], from, to); err != nil {
+					return failed(err)
+				}
 			}
 			suspicious := dv.ToInspection.Suspicious() || dv.FromInspection.Suspicious()
 			render := func(v json.RawMessage) json.RawMessage {
@@ -95,6 +107,7 @@ prints them raw.` + exitCodes("the two versions are the same (no drift)", "the v
 	c.Flags().StringVar(&to, "to", "", "the new version: a `DIGEST` or unique prefix (default: the current one)")
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "print suspicious characters raw")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document (fields in docs/toolwarrant.md)")
+	a.addRemoteFlag(c)
 	return c
 }
 

@@ -25,20 +25,33 @@ and the digest seen was rejected), REFUSED (the last crawl refused the definitio
 REMOVED (the server's last crawl did not list the tool). Flags: invisible (characters
 that hide or reorder text), confusable (the name looks like another tool's), mixed-script.
 
---pending keeps the tools whose current digest is undecided.` + exitCodes("success", ""),
-		Example: "  toolwarrant list\n  toolwarrant list --pending --json",
+--pending keeps the tools whose current digest is undecided.` + remoteNote + exitCodes("success", ""),
+		Example: "  toolwarrant list\n  toolwarrant list --pending --json\n  toolwarrant list --pending --remote https://abc123.execute-api.eu-west-1.amazonaws.com",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+			var rows []warrant.ToolRow
+			r, err := a.remote(cmd)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			rows, err := svc.List(cmd.Context(), pending)
-			if err != nil {
-				return failed(err)
+			if r != nil {
+				if _, rows, err = r.Tools(cmd.Context(), pending); err != nil {
+					return remoteFailed(err)
+				}
+			} else {
+				cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+				if err != nil {
+					return err
+				}
+				defer cat.Close()
+				if rows, err = svc.List(cmd.Context(), pending); err != nil {
+					return failed(err)
+				}
 			}
 			if asJSON {
+				if rows == nil {
+					rows = []warrant.ToolRow{}
+				}
 				return writeJSON(a.env.Stdout, map[string]any{"tools": rows})
 			}
 			if len(rows) == 0 {
@@ -69,6 +82,7 @@ that hide or reorder text), confusable (the name looks like another tool's), mix
 			return tw.Flush()
 		},
 	}
+	a.addRemoteFlag(c)
 	c.Flags().BoolVar(&pending, "pending", false, "only tools whose current digest is undecided")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document (fields in docs/toolwarrant.md)")
 	return c

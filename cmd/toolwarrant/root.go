@@ -32,7 +32,7 @@ type app struct {
 	env  cli.Env
 	deps deps
 
-	flagCatalog, flagIdentity, flagLogKey string
+	flagCatalog, flagIdentity, flagLogKey, flagRemote string
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {

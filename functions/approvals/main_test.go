@@ -49,7 +49,7 @@ var (
 )
 
 // TestColdStartAndEvents: main's cold start, then the committed API events: proposals
-// (none yet), a diff of an unknown tool (404), the sample decision (404: placeholder
+// and tools (none yet), the audit export, a diff of an unknown tool (404), the sample decision (404: placeholder
 // digest), and the same request without an IAM principal (403).
 func TestColdStartAndEvents(t *testing.T) {
 	e := env(t)
@@ -62,7 +62,7 @@ func TestColdStartAndEvents(t *testing.T) {
 		file   string
 		noIAM  bool
 		status int
-	}{{"approvals-proposals.json", false, 200}, {"approvals-diff.json", false, 404}, {"approvals-decide.json", false, 404}, {"approvals-decide.json", true, 403}} {
+	}{{"approvals-proposals.json", false, 200}, {"approvals-tools.json", false, 200}, {"approvals-audit.json", false, 200}, {"approvals-audit.json", true, 403}, {"approvals-diff.json", false, 404}, {"approvals-decide.json", false, 404}, {"approvals-decide.json", true, 403}} {
 		var ev events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(event(t, tc.file), &ev); err != nil {
 			t.Fatal(err)

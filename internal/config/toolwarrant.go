@@ -48,13 +48,17 @@ type Toolwarrant struct {
 	// CrawlMaxResponseBytes is TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES, the bound on each HTTP
 	// response body from an upstream, in bytes (1 KiB to 1 GiB). Default 10 MiB.
 	CrawlMaxResponseBytes int64
+	// Remote is TOOLWARRANT_REMOTE, the approvals API (the stack's ApprovalsApiUrl) that
+	// list, diff, approve, reject, rollback and audit export use instead of the catalog
+	// file. Default "" (the local catalog).
+	Remote string
 }
 
 // LogValue logs the effective configuration (it holds no secret).
 func (c Toolwarrant) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("log_key", c.LogKey), slog.String("identity", c.Identity),
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
-		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes))
+		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.String("remote", c.Remote))
 }
 
 // LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
@@ -67,6 +71,7 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 		c.Catalog = v
 	}
 	c.LogKey = strings.TrimSpace(getenv("TOOLWARRANT_LOG_KEY"))
+	c.Remote = strings.TrimSpace(getenv("TOOLWARRANT_REMOTE"))
 	c.SSHAuthSock = strings.TrimSpace(getenv("SSH_AUTH_SOCK"))
 	c.Identity = strings.TrimSpace(getenv("TOOLWARRANT_IDENTITY"))
 	if strings.ContainsAny(c.Identity, "\r\n\t") {

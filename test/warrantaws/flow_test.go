@@ -2,10 +2,14 @@ package warrantaws_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -91,5 +95,30 @@ func TestCrawlApproveCheckpoint(t *testing.T) {
 	}
 	if rep := verifyAll(t, w); !rep.OK() || rep.Entries < 6 {
 		t.Fatalf("verify: %+v", rep)
+	}
+
+	// The audit export route pages by after/limit and refuses what it cannot answer.
+	page := func(query string, status int) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		ev := apiEvent(t, "approvals-audit.json", alice, "", "", nil)
+		ev.RawQueryString = query
+		resp, err := api(ctx, ev)
+		if err != nil || resp.StatusCode != status {
+			t.Fatalf("GET /v1/audit?%s: %d %s, %v; want %d", query, resp.StatusCode, resp.Body, err, status)
+		}
+		return resp
+	}
+	for _, bad := range []string{"limit=0", "limit=1001", "after=-1", "after=x"} {
+		page(bad, 400)
+	}
+	first := page("after=0&limit=2", 200)
+	recs, err := audit.ParseExport(strings.NewReader(first.Body))
+	if err != nil || len(recs) != 2 || recs[0].Seq != 1 || first.Headers[awsapp.AuditMoreHeader] != "true" {
+		t.Errorf("first page: %d records %v, more %q", len(recs), err, first.Headers[awsapp.AuditMoreHeader])
+	}
+	h, _ := w.Catalog.AuditHead(ctx)
+	last := page(fmt.Sprintf("after=%d", h.Seq-1), 200)
+	if recs, _ = audit.ParseExport(strings.NewReader(last.Body)); len(recs) != 1 || recs[0].Hash != h.Hash || last.Headers[awsapp.AuditMoreHeader] != "false" {
+		t.Errorf("last page: %+v, more %q", recs, last.Headers[awsapp.AuditMoreHeader])
 	}
 }

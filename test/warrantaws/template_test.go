@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -198,6 +199,38 @@ func TestTemplatePolicies(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Every approvals route is callable with ApproverPolicy; AuditorPolicy reaches every
+	// GET route and no other.
+	allows := func(policy, method, route string) bool {
+		arn := "/stage/" + method + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(route, "x")
+		for _, st := range statements(res)[policy] {
+			for _, r := range strs(st["Resource"]) {
+				_, glob, ok := strings.Cut(r, "${PadsApi}")
+				if !ok {
+					continue
+				}
+				re := "^" + strings.ReplaceAll(regexp.QuoteMeta(glob), `\*`, ".*") + "$"
+				if regexp.MustCompile(re).MatchString(arn) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	routes := 0
+	for en, ev := range get(res, "ApprovalsFunction", "Properties", "Events").(map[string]any) {
+		method, route := fmt.Sprint(get(ev, "Properties", "Method")), fmt.Sprint(get(ev, "Properties", "Path"))
+		routes++
+		if !allows("ApproverPolicy", method, route) {
+			t.Errorf("ApproverPolicy does not allow route %s (%s %s)", en, method, route)
+		}
+		if got := allows("AuditorPolicy", method, route); got != (method == "GET") {
+			t.Errorf("AuditorPolicy allows %s %s: %v, want %v (reads only)", method, route, got, method == "GET")
+		}
+	}
+	if routes < 5 {
+		t.Errorf("ApprovalsFunction has %d routes, want tools, proposals, diff, decisions and audit", routes)
 	}
 	if get(res, "CrawlFunction", "Properties", "Events", "Schedule", "Properties", "Schedule") != "!Ref CrawlRate" {
 		t.Error("the crawl schedule does not use the CrawlRate parameter")

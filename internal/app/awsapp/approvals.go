@@ -1,6 +1,7 @@
 package awsapp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/signer"
 	"github.com/agentgate-dev/agentgate/internal/trust"
@@ -22,8 +24,10 @@ import (
 // authorization on every route):
 //
 //	GET  /v1/proposals                                   pending versions, graded, and the audit head
+//	GET  /v1/tools                                       every tool, graded, and the audit head
 //	GET  /v1/servers/{server}/tools/{tool}/diff?from=&to= the graded diff of two versions
 //	POST /v1/servers/{server}/tools/{tool}/decisions     approve, reject or roll back one exact digest
+//	GET  /v1/audit?after=SEQ&limit=N                     audit entries after SEQ, as export lines
 //
 // The decider is the caller's IAM principal ARN from the request context (API Gateway
 // verified its SigV4 signature); a request without one is refused. A decision is recorded
@@ -34,7 +38,9 @@ import (
 func ApprovalsHandler(w *Warrant, crawlRole string, log *slog.Logger) http.Handler {
 	a := &approvals{w: w, crawlRole: crawlRole, log: log}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/proposals", a.proposals)
+	mux.HandleFunc("GET /v1/proposals", func(rw http.ResponseWriter, r *http.Request) { a.tools(rw, r, "proposals", true) })
+	mux.HandleFunc("GET /v1/tools", func(rw http.ResponseWriter, r *http.Request) { a.tools(rw, r, "tools", false) })
+	mux.HandleFunc("GET /v1/audit", a.audit)
 	mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/diff", a.diff)
 	mux.HandleFunc("POST /v1/servers/{server}/tools/{tool}/decisions", a.decide)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
@@ -103,7 +109,10 @@ func (a *approvals) caller(r *http.Request) (string, error) {
 	return p, nil
 }
 
-func (a *approvals) proposals(rw http.ResponseWriter, r *http.Request) {
+// tools answers the tool rows (only the pending ones for /v1/proposals) under key, with
+// the audit head read before them: a decision over that head is refused if anything was
+// recorded since.
+func (a *approvals) tools(rw http.ResponseWriter, r *http.Request, key string, pending bool) {
 	if _, err := a.caller(r); err != nil {
 		writeErr(rw, r, a.log, err)
 		return
@@ -111,12 +120,73 @@ func (a *approvals) proposals(rw http.ResponseWriter, r *http.Request) {
 	head, err := a.w.Catalog.AuditHead(r.Context())
 	if err == nil {
 		var rows []warrant.ToolRow
-		if rows, err = a.w.Service.List(r.Context(), true); err == nil {
-			writeJSON(rw, http.StatusOK, map[string]any{"auditHead": head, "proposals": rows})
+		if rows, err = a.w.Service.List(r.Context(), pending); err == nil {
+			if rows == nil {
+				rows = []warrant.ToolRow{}
+			}
+			writeJSON(rw, http.StatusOK, map[string]any{"auditHead": head, key: rows})
 			return
 		}
 	}
 	writeErr(rw, r, a.log, err)
+}
+
+// Audit export pages: at most MaxAuditPage entries and about auditPageBytes of export
+// lines per response (API Gateway answers at most 6 MB from a Lambda function), the
+// first entry always included.
+const (
+	MaxAuditPage   = 1000
+	auditPageBytes = 4 << 20
+	// AuditMoreHeader is "true" on an audit page cut short by the limits: ask again
+	// with after = the last entry's seq.
+	AuditMoreHeader = "Toolwarrant-Audit-More"
+)
+
+// audit answers the entries with seq > after as export lines (audit.WriteExport, what
+// `toolwarrant audit export` writes), for offline `audit verify --export`.
+func (a *approvals) audit(rw http.ResponseWriter, r *http.Request) {
+	if _, err := a.caller(r); err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	q := r.URL.Query()
+	after, limit := int64(0), MaxAuditPage
+	var err error
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			writeErr(rw, r, a.log, fmt.Errorf("%w: after=%q: give the seq of the last entry you have (0 for the start)", warrant.ErrInvalid, v))
+			return
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > MaxAuditPage {
+			writeErr(rw, r, a.log, fmt.Errorf("%w: limit=%q: give 1..%d", warrant.ErrInvalid, v, MaxAuditPage))
+			return
+		}
+	}
+	recs, err := a.w.Catalog.AuditRecords(r.Context(), after, limit)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	var buf bytes.Buffer
+	more := len(recs) == limit
+	for i := range recs {
+		n := buf.Len()
+		if err := audit.WriteExport(&buf, recs[i:i+1]); err != nil {
+			writeErr(rw, r, a.log, err)
+			return
+		}
+		if i > 0 && buf.Len() > auditPageBytes {
+			buf.Truncate(n)
+			more = true
+			break
+		}
+	}
+	rw.Header().Set("Content-Type", "application/x-ndjson")
+	rw.Header().Set(AuditMoreHeader, strconv.FormatBool(more))
+	rw.WriteHeader(http.StatusOK)
+	_, _ = rw.Write(buf.Bytes())
 }
 
 func (a *approvals) diff(rw http.ResponseWriter, r *http.Request) {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,14 +20,19 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 // This file is what the toolwarrant CLI needs on AWS and nothing else: SigV4-signed calls
 // to the approvals API (`approve --remote URL`) and reading checkpoints from s3://. It
 // links the AWS SDK; cmd/toolwarrant should reach it only from its --remote and s3://
 // paths (keep it out of the embedded path: test/arch).
+
+// ErrCredentials means no AWS credentials could be had to sign a request.
+var ErrCredentials = errors.New("no usable AWS credentials (set AWS_PROFILE, run 'aws sso login', or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
 
 // MaxRemoteBody bounds a request body the signer buffers.
 const MaxRemoteBody = 1 << 20
@@ -61,7 +70,7 @@ func (s *sigv4) RoundTrip(req *http.Request) (*http.Response, error) {
 	sum := sha256.Sum256(body)
 	creds, err := s.cfg.Credentials.Retrieve(req.Context())
 	if err != nil {
-		return nil, fmt.Errorf("sign request: AWS credentials: %w", err)
+		return nil, fmt.Errorf("sign request: %w: %w", ErrCredentials, err)
 	}
 	if err := s.signer.SignHTTP(req.Context(), creds, r, hex.EncodeToString(sum[:]), "execute-api", s.cfg.Region, time.Now()); err != nil {
 		return nil, fmt.Errorf("sign request: %w", err)
@@ -81,4 +90,266 @@ func CheckpointSource(ctx context.Context, cfg aws.Config, rawURL string, pathSt
 		return nil, err
 	}
 	return checkpoint.Store{Blobs: st, Name: "s3://" + u.Host + "/" + checkpoint.Prefix}, nil
+}
+
+// ErrForbidden is a refusal of the approvals API: the caller's credentials were not
+// accepted, its role may not call the route, or the rules forbid it this decision (the
+// crawl role; an identity that crawled the digest).
+var ErrForbidden = errForbidden
+
+// RemoteError is a non-2xx answer of the approvals API. It unwraps to the warrant error
+// its status stands for (400 ErrInvalid, 404 ErrNotFound, 409 ErrConflict, 429 and 5xx
+// ErrUnavailable, 401 and 403 ErrForbidden), so callers map it like a local failure.
+type RemoteError struct {
+	Method, Path string
+	Status       int
+	// Message is the API's error message (or API Gateway's, for a refused signature).
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("approvals API: %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+}
+
+func (e *RemoteError) Unwrap() error {
+	switch {
+	case e.Status == http.StatusBadRequest:
+		return warrant.ErrInvalid
+	case e.Status == http.StatusNotFound:
+		return warrant.ErrNotFound
+	case e.Status == http.StatusConflict:
+		return warrant.ErrConflict
+	case e.Status == http.StatusUnauthorized, e.Status == http.StatusForbidden:
+		return ErrForbidden
+	case e.Status == http.StatusTooManyRequests, e.Status >= 500:
+		return warrant.ErrUnavailable
+	}
+	return nil
+}
+
+// Remote is the approvals API as the toolwarrant CLI calls it (--remote URL): every
+// request SigV4-signed with the operator's credentials.
+type Remote struct {
+	base string
+	hc   *http.Client
+}
+
+// NewRemote returns a client of the approvals API at rawURL (the stack's ApprovalsApiUrl
+// output; https, or http to a loopback address for emulators and tests). The signing
+// region is the one in an execute-api host name, else cfg.Region.
+func NewRemote(cfg aws.Config, rawURL string) (*Remote, error) {
+	u, err := url.Parse(strings.TrimRight(rawURL, "/"))
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("--remote %q: want the stack's ApprovalsApiUrl output, such as https://abc123.execute-api.eu-west-1.amazonaws.com", rawURL)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("--remote %q: plain http only to a loopback address; the approvals API is https", rawURL)
+		}
+	default:
+		return nil, fmt.Errorf("--remote %q: want an https:// URL", rawURL)
+	}
+	if parts := strings.Split(u.Hostname(), "."); len(parts) >= 5 && parts[1] == "execute-api" {
+		cfg.Region = parts[2]
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("--remote %q: no AWS region to sign for: set AWS_REGION (or a profile's region)", rawURL)
+	}
+	if cfg.Credentials == nil {
+		return nil, fmt.Errorf("--remote: %w", ErrCredentials)
+	}
+	return &Remote{base: u.String(), hc: SignedClient(cfg)}, nil
+}
+
+// maxRemoteAnswer bounds an answer the client reads (an audit page is at most about
+// auditPageBytes).
+const maxRemoteAnswer = 8 << 20
+
+// do sends one request and reads its answer; a non-2xx answer is a *RemoteError.
+func (c *Remote) do(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	target := c.base + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if errors.Is(err, ErrCredentials) {
+		return nil, nil, fmt.Errorf("approvals API: %s %s: %w", method, path, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("approvals API: %s %s: %w: %w", method, path, warrant.ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("approvals API: %s %s: reading the answer: %w: %w", method, path, warrant.ErrUnavailable, err)
+	}
+	if len(b) > maxRemoteAnswer {
+		return nil, nil, fmt.Errorf("approvals API: %s %s: answer larger than %d bytes", method, path, maxRemoteAnswer)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Message string }
+		_ = json.Unmarshal(b, &e)
+		msg := e.Error
+		if msg == "" {
+			msg = e.Message
+		}
+		return nil, nil, &RemoteError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
+	}
+	return resp, b, nil
+}
+
+func (c *Remote) getJSON(ctx context.Context, path string, query url.Values, out any) error {
+	_, b, err := c.do(ctx, http.MethodGet, path, query, nil)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("approvals API: GET %s: the answer is not what this toolwarrant expects (is --remote the ApprovalsApiUrl?): %v", path, err)
+	}
+	return nil
+}
+
+// ToolsAnswer is GET /v1/tools (Tools) or /v1/proposals (Proposals).
+type ToolsAnswer struct {
+	AuditHead warrant.AuditHead `json:"auditHead"`
+	Tools     []warrant.ToolRow `json:"tools"`
+	Proposals []warrant.ToolRow `json:"proposals"`
+}
+
+// Tools lists every tool, or only the pending ones, with the audit head read before.
+func (c *Remote) Tools(ctx context.Context, pending bool) (warrant.AuditHead, []warrant.ToolRow, error) {
+	var a ToolsAnswer
+	if pending {
+		err := c.getJSON(ctx, "/v1/proposals", nil, &a)
+		return a.AuditHead, a.Proposals, err
+	}
+	err := c.getJSON(ctx, "/v1/tools", nil, &a)
+	return a.AuditHead, a.Tools, err
+}
+
+// DiffAnswer is GET …/diff.
+type DiffAnswer struct {
+	AuditHead      warrant.AuditHead  `json:"auditHead"`
+	Server         string             `json:"server"`
+	Tool           string             `json:"tool"`
+	From           warrant.Digest     `json:"from"`
+	To             warrant.Digest     `json:"to"`
+	Drift          warrant.Drift      `json:"drift"`
+	ToInspection   warrant.Inspection `json:"toInspection"`
+	FromInspection warrant.Inspection `json:"fromInspection"`
+	ToDefinition   json.RawMessage    `json:"toDefinition"`
+	FromDefinition json.RawMessage    `json:"fromDefinition"`
+}
+
+// View is the answer as the service's DiffView (the versions hold only their canonical
+// definitions).
+func (d DiffAnswer) View() warrant.DiffView {
+	return warrant.DiffView{Server: d.Server, Tool: d.Tool, From: d.From, To: d.To, Drift: d.Drift,
+		FromInspection: d.FromInspection, ToInspection: d.ToInspection,
+		FromVersion: warrant.Version{Digest: d.From, Canonical: d.FromDefinition}, ToVersion: warrant.Version{Digest: d.To, Canonical: d.ToDefinition}}
+}
+
+func toolPath(server, tool, leaf string) string {
+	return "/v1/servers/" + url.PathEscape(server) + "/tools/" + url.PathEscape(tool) + "/" + leaf
+}
+
+// Diff grades two versions of a tool (from, to: digests or unique prefixes; "" for the
+// defaults of `toolwarrant diff`).
+func (c *Remote) Diff(ctx context.Context, server, tool, from, to string) (DiffAnswer, error) {
+	q := url.Values{}
+	if from != "" {
+		q.Set("from", from)
+	}
+	if to != "" {
+		q.Set("to", to)
+	}
+	var d DiffAnswer
+	err := c.getJSON(ctx, toolPath(server, tool, "diff"), q, &d)
+	return d, err
+}
+
+// DecisionAnswer is POST …/decisions.
+type DecisionAnswer struct {
+	Server    string               `json:"server"`
+	Tool      string               `json:"tool"`
+	Digest    warrant.Digest       `json:"digest"`
+	Decision  warrant.DecisionKind `json:"decision"`
+	By        string               `json:"by"`
+	AuditHead *warrant.AuditHead   `json:"auditHead"`
+	// Unchanged is true when the digest was already the approved one (nothing recorded).
+	Unchanged bool `json:"unchanged"`
+}
+
+// Decide records one decision over req.AuditHead, as the caller's IAM principal.
+func (c *Remote) Decide(ctx context.Context, server, tool string, req DecisionRequest) (DecisionAnswer, error) {
+	path := toolPath(server, tool, "decisions")
+	_, b, err := c.do(ctx, http.MethodPost, path, nil, req)
+	if err != nil {
+		return DecisionAnswer{}, err
+	}
+	var d DecisionAnswer
+	if err := json.Unmarshal(b, &d); err != nil || d.Digest != req.Digest {
+		return d, fmt.Errorf("approvals API: POST %s: unexpected answer %q (the decision may have been recorded: check 'toolwarrant list --remote')", path, b)
+	}
+	return d, nil
+}
+
+// maxAuditPages bounds one export (at MaxAuditPage entries a page).
+const maxAuditPages = 1 << 20
+
+// ExportAudit writes every audit entry after `after`, in order, as export lines (what
+// `toolwarrant audit export` writes), page by page. Each page is parsed and must continue
+// the sequence exactly; it returns the number of entries written and the last seq.
+func (c *Remote) ExportAudit(ctx context.Context, w io.Writer, after int64, progress func(entries int)) (int, int64, error) {
+	n := 0
+	for range maxAuditPages {
+		q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(MaxAuditPage)}}
+		resp, b, err := c.do(ctx, http.MethodGet, "/v1/audit", q, nil)
+		if err != nil {
+			return n, after, err
+		}
+		recs, err := audit.ParseExport(bytes.NewReader(b))
+		if err != nil {
+			return n, after, fmt.Errorf("approvals API: GET /v1/audit after %d: %w", after, err)
+		}
+		for _, r := range recs {
+			if r.Seq != after+1 {
+				return n, after, fmt.Errorf("approvals API: GET /v1/audit after %d: entry %d out of sequence", after, r.Seq)
+			}
+			after = r.Seq
+		}
+		if _, err := w.Write(b); err != nil {
+			return n, after, err
+		}
+		n += len(recs)
+		if progress != nil {
+			progress(n)
+		}
+		if len(recs) == 0 || resp.Header.Get(AuditMoreHeader) != "true" {
+			return n, after, nil
+		}
+	}
+	return n, after, fmt.Errorf("approvals API: more than %d pages of audit entries", maxAuditPages)
 }

@@ -1,0 +1,171 @@
+package warrantaws_test
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
+)
+
+// The operator's path on AWS: the toolwarrant CLI with --remote against the approvals
+// function behind a SigV4-verifying gateway stand-in (moto, KMS), every request signed
+// from the environment's credentials: list, diff, approve (and its refusals), reject,
+// audit export, and audit verify of that export against the KMS public key alone.
+func TestRemoteCLI(t *testing.T) {
+	s := newStack(t)
+	ctx := t.Context()
+	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(readEvent(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
+		t.Fatalf("crawl: %+v, %v", res, err)
+	}
+	const auditor = "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"
+	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
+		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
+		"AKIDCAROL": {secret: "carol-secret", arn: auditor},
+		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
+	}}
+	url := gw.start(t)
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "toolwarrant")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolwarrant")
+	build.Dir = testenv.RepoRoot(t)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build toolwarrant: %v\n%s", err, b)
+	}
+	// run runs the CLI as the holder of akid/secret, with no catalog file anywhere: every
+	// answer comes through the API.
+	run := func(akid, secret string, want int, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
+			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	asAlice := func(want int, args ...string) (string, string) { return run("AKIDALICE", "alice-secret", want, args...) }
+
+	out, _ := asAlice(0, "list", "--remote", url, "--pending", "--json")
+	var listed struct{ Tools []warrant.ToolRow }
+	decodeJSON(t, []byte(out), &listed)
+	if len(listed.Tools) != 2 || listed.Tools[0].State != warrant.StatePending {
+		t.Fatalf("list --pending --remote: %s", out)
+	}
+	digest := map[string]warrant.Digest{}
+	for _, r := range listed.Tools {
+		digest[r.Tool] = r.Current
+	}
+	if out, _ = asAlice(0, "list", "--remote", url); !strings.Contains(out, "get_forecast") || !strings.Contains(out, "PENDING") {
+		t.Errorf("list --remote table:\n%s", out)
+	}
+	// A new tool is graded against nothing: the diff has changes (exit 1).
+	out, _ = asAlice(1, "diff", "weather", "get_forecast", "--remote", url, "--json")
+	var dj struct {
+		To      warrant.Digest
+		Changes []warrant.Change
+	}
+	decodeJSON(t, []byte(out), &dj)
+	if dj.To != digest["get_forecast"] || len(dj.Changes) == 0 {
+		t.Errorf("diff --remote --json: %s", out)
+	}
+
+	// Refusals change nothing.
+	before := gw.calls.Load()
+	_, stderr := run("AKIDALICE", "wrong-secret", 2, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url)
+	if !strings.Contains(stderr, "signature") || !strings.Contains(stderr, "aws sts get-caller-identity") {
+		t.Errorf("a bad signature: %s", stderr)
+	}
+	if gw.calls.Load() != before {
+		t.Error("a request with a bad signature reached the function")
+	}
+	_, stderr = run("AKIDCAROL", "carol-secret", 2, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url)
+	if !strings.Contains(stderr, "ApproverPolicyArn") {
+		t.Errorf("an auditor approving: %s", stderr)
+	}
+	_, stderr = run("AKIDCRAWL", "crawl-secret", 2, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url)
+	if !strings.Contains(stderr, "crawl role") {
+		t.Errorf("the crawl role approving: %s", stderr)
+	}
+	_, stderr = asAlice(2, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url, "--sign-key", "id_ed25519")
+	if !strings.Contains(stderr, "drop --sign-key") {
+		t.Errorf("--sign-key with --remote: %s", stderr)
+	}
+	w := s.warrant(t, "test", awsapp.WarrantOptions{})
+	headBefore, _ := w.Catalog.AuditHead(ctx)
+
+	out, _ = asAlice(0, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url, "--note", "read the diff")
+	if !strings.Contains(out, "approved weather get_forecast "+string(digest["get_forecast"])+" as "+alice) {
+		t.Errorf("approve --remote: %s", out)
+	}
+	if h, _ := w.Catalog.AuditHead(ctx); h.Seq != headBefore.Seq+1 || !strings.Contains(out, "audit head: ") {
+		t.Errorf("approve --remote moved the head from %d to %d (want one entry); printed %s", headBefore.Seq, h.Seq, out)
+	}
+	if out, _ = asAlice(0, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url); !strings.Contains(out, "already the approved digest") {
+		t.Errorf("approving again: %s", out)
+	}
+	asAlice(0, "reject", "weather", "get_alerts", "--hash", string(digest["get_alerts"]), "--remote", url)
+	// Reading works with the auditor's read-only policy.
+	out, _ = run("AKIDCAROL", "carol-secret", 0, "list", "--remote", url, "--json")
+	states := map[string]warrant.State{}
+	decodeJSON(t, []byte(out), &listed)
+	for _, r := range listed.Tools {
+		states[r.Tool] = r.State
+	}
+	if states["get_forecast"] != warrant.StateApproved || states["get_alerts"] != warrant.StateRejected {
+		t.Errorf("after the decisions: %v", states)
+	}
+
+	// The export verifies offline against the KMS public key, and attests the approver.
+	export, _ := run("AKIDCAROL", "carol-secret", 0, "audit", "export", "--remote", url)
+	if n := strings.Count(export, "\n"); int64(n) != headBefore.Seq+2 {
+		t.Errorf("audit export --remote wrote %d entries, want %d", n, headBefore.Seq+2)
+	}
+	der, err := x509.MarshalPKIXPublicKey(w.Signer.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"audit.jsonl": []byte(export), "log-key.der": der} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ = asAlice(0, "audit", "verify", "--export", "audit.jsonl", "--log-pub", "log-key.der", "--crawl-role", crawlRole)
+	if h, _ := w.Catalog.AuditHead(ctx); !strings.HasPrefix(out, fmt.Sprintf("ok: %d entries verified, head %d:%s", h.Seq, h.Seq, h.Hash)) {
+		t.Errorf("audit verify of the remote export: %s (head %+v)", out, h)
+	}
+	// One changed byte in the export fails verification.
+	tampered := strings.Replace(export, `"decision":"approved"`, `"decision":"rejected"`, 1)
+	if tampered == export {
+		t.Fatal("no approval found in the export to tamper with")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), []byte(tampered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asAlice(1, "audit", "verify", "--export", "audit.jsonl", "--log-pub", "log-key.der", "--crawl-role", crawlRole)
+	if _, err := os.Stat(filepath.Join(dir, "absent.db")); !os.IsNotExist(err) {
+		t.Errorf("a --remote command touched the local catalog: %v", err)
+	}
+}
