@@ -66,7 +66,9 @@ func TestRemoteCLI(t *testing.T) {
 		}
 		return out.String(), errb.String()
 	}
-	asAlice := func(want int, args ...string) (string, string) { return run("AKIDALICE", "alice-secret", want, args...) }
+	asAlice := func(want int, args ...string) (string, string) {
+		return run("AKIDALICE", "alice-secret", want, args...)
+	}
 
 	out, _ := asAlice(0, "list", "--remote", url, "--pending", "--json")
 	var listed struct{ Tools []warrant.ToolRow }
