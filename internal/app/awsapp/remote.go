@@ -171,8 +171,9 @@ func NewRemote(cfg aws.Config, rawURL string) (*Remote, error) {
 // auditPageBytes).
 const maxRemoteAnswer = 8 << 20
 
-// do sends one request and reads its answer; a non-2xx answer is a *RemoteError.
-func (c *Remote) do(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, []byte, error) {
+// do sends one request and reads its answer (headers and body); a non-2xx answer is a
+// *RemoteError.
+func (c *Remote) do(ctx context.Context, method, path string, query url.Values, body any) (http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -217,7 +218,7 @@ func (c *Remote) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		return nil, nil, &RemoteError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
 	}
-	return resp, b, nil
+	return resp.Header, b, nil
 }
 
 func (c *Remote) getJSON(ctx context.Context, path string, query url.Values, out any) error {
@@ -326,7 +327,7 @@ func (c *Remote) ExportAudit(ctx context.Context, w io.Writer, after int64, prog
 	n := 0
 	for range maxAuditPages {
 		q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(MaxAuditPage)}}
-		resp, b, err := c.do(ctx, http.MethodGet, "/v1/audit", q, nil)
+		hdr, b, err := c.do(ctx, http.MethodGet, "/v1/audit", q, nil)
 		if err != nil {
 			return n, after, err
 		}
@@ -347,7 +348,7 @@ func (c *Remote) ExportAudit(ctx context.Context, w io.Writer, after int64, prog
 		if progress != nil {
 			progress(n)
 		}
-		if len(recs) == 0 || resp.Header.Get(AuditMoreHeader) != "true" {
+		if len(recs) == 0 || hdr.Get(AuditMoreHeader) != "true" {
 			return n, after, nil
 		}
 	}
