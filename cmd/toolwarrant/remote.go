@@ -73,6 +73,8 @@ func remoteFailed(err error) error {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: check your AWS credentials ('aws sts get-caller-identity') and that your role has the stack's ApproverPolicyArn (AuditorPolicyArn for reads)", err))
 	case errors.Is(err, warrant.ErrConflict):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; nothing was recorded: re-read ('toolwarrant list --remote', 'toolwarrant diff --remote') and decide again", err))
+	case errors.Is(err, awsapp.ErrUnreachable):
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: check --remote (the stack's ApprovalsApiUrl) and your network", err))
 	case errors.Is(err, warrant.ErrUnavailable):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; nothing was recorded: retry shortly", err))
 	}
@@ -102,6 +104,9 @@ func (a *app) remoteDecide(cmd *cobra.Command, r *awsapp.Remote, kind warrant.De
 	}
 	head := dv.AuditHead
 	ans, err := r.Decide(ctx, server, tool, awsapp.DecisionRequest{Decision: kind, Digest: d, AuditHead: &head, AcceptSuspicious: accept, Note: note})
+	if errors.Is(err, awsapp.ErrUnreachable) {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: the answer was lost, so the decision may have been recorded: check 'toolwarrant list --remote' before deciding again", err))
+	}
 	if err != nil {
 		return remoteFailed(err)
 	}

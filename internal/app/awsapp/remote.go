@@ -34,6 +34,10 @@ import (
 // ErrCredentials means no AWS credentials could be had to sign a request.
 var ErrCredentials = errors.New("no usable AWS credentials (set AWS_PROFILE, run 'aws sso login', or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
 
+// ErrUnreachable means no answer came from the approvals API (connection refused or
+// dropped, a timeout). A decision whose answer was lost may have been recorded.
+var ErrUnreachable = errors.New("no answer")
+
 // MaxRemoteBody bounds a request body the signer buffers.
 const MaxRemoteBody = 1 << 20
 
@@ -199,12 +203,12 @@ func (c *Remote) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, nil, fmt.Errorf("approvals API: %s %s: %w", method, path, err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("approvals API: %s %s: %w: %w", method, path, warrant.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("approvals API: %s %s: %w: %w", method, path, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("approvals API: %s %s: reading the answer: %w: %w", method, path, warrant.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("approvals API: %s %s: reading the answer: %w: %w", method, path, ErrUnreachable, err)
 	}
 	if len(b) > maxRemoteAnswer {
 		return nil, nil, fmt.Errorf("approvals API: %s %s: answer larger than %d bytes", method, path, maxRemoteAnswer)
