@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -53,7 +55,7 @@ type inspectReport struct {
 }
 
 func newInspect(env cli.Env) *cobra.Command {
-	var ticket, url, expected string
+	var ticket, ticketFile, url, expected string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "inspect PAD_ID",
@@ -66,7 +68,8 @@ head_hash locker_deposit returned) to detect that.
 
 The daemon is --url, else LOCKER_URL, else ` + defaultURL + `.
 A ticket may start with '-': --ticket=-abc… and --ticket -abc… both work. Command-line
-arguments are visible to other local users (ps); prefer a short-lived read_once ticket.
+arguments are visible to other local users (ps): prefer --ticket-file FILE (its first
+line; "-" reads standard input), or a short-lived read_once ticket.
 
 Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect does):
   0   verified (internal_consistency_only or trusted_head_match)
@@ -103,6 +106,14 @@ Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect 
 			if cmd.Flags().Changed("expected-head") {
 				exp = &expected
 			}
+			if cmd.Flags().Changed("ticket-file") {
+				if cmd.Flags().Changed("ticket") {
+					return cli.Exit(exitInspectUsage, fmt.Errorf("give --ticket or --ticket-file, not both (see '%s --help')", cmd.CommandPath()))
+				}
+				if ticket, err = readTicketFile(ticketFile, env.Stdin); err != nil {
+					return cli.Exit(exitInspectUsage, err)
+				}
+			}
 			padID := args[0]
 			ch, err := c.Read(cmd.Context(), padID, ticket, lockerclient.ReadOptions{ExpectedHead: exp})
 			return report(env.Stdout, padID, ch, err, asJSON)
@@ -112,11 +123,41 @@ Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect 
 		return cli.Exit(exitInspectUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	f := cmd.Flags()
-	f.StringVar(&ticket, "ticket", "", "read ticket (none needed for demo-pad-v1)")
+	f.StringVar(&ticket, "ticket", "", "read ticket (none needed for demo-pad-v1); visible in ps, see --ticket-file")
+	f.StringVar(&ticketFile, "ticket-file", "", "read the ticket from the first line of `FILE` (- for standard input)")
 	f.StringVar(&url, "url", "", "daemon base URL (env LOCKER_URL, default "+defaultURL+")")
 	f.StringVar(&expected, "expected-head", "", "the head you hold from the writer: 64 lowercase hex")
 	f.BoolVar(&asJSON, "json", false, "print one JSON document (docs/lockermcp.md)")
 	return cmd
+}
+
+// maxTicketFile bounds what --ticket-file reads: a ticket is one short line.
+const maxTicketFile = 4 << 10
+
+// readTicketFile returns the first line of path ("-": stdin), trimmed. Errors never
+// include the file's content.
+func readTicketFile(path string, stdin io.Reader) (string, error) {
+	var r io.Reader = stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("--ticket-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxTicketFile+1))
+	if err != nil {
+		return "", fmt.Errorf("--ticket-file %s: %w", path, err)
+	}
+	if len(b) > maxTicketFile {
+		return "", fmt.Errorf("--ticket-file %s: larger than %d bytes; it should hold one ticket on one line", path, maxTicketFile)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if line = strings.TrimSpace(line); line == "" {
+		return "", fmt.Errorf("--ticket-file %s: the first line is empty; it should hold the ticket", path)
+	}
+	return line, nil
 }
 
 // report prints the outcome and returns the exit code as an error.

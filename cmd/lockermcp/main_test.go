@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -118,13 +120,39 @@ func TestInspectDashTicket(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
 		}
 	}
+	// --ticket-file keeps the ticket out of the argument list: its first line, or stdin.
+	file := filepath.Join(t.TempDir(), "ticket")
+	if err := os.WriteFile(file, []byte(ticket+"\nsecond line ignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, nil, nil, "inspect", "demo-pad-v1", "--url", url, "--ticket-file", file); code != 0 {
+		t.Fatalf("--ticket-file: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, nil, strings.NewReader(ticket+"\n"), "inspect", "demo-pad-v1", "--url", url, "--ticket-file", "-"); code != 0 {
+		t.Fatalf("--ticket-file -: exit %d\n%s%s", code, out, errs)
+	}
 	for _, h := range seen {
 		if h != "Bearer "+ticket {
 			t.Errorf("Authorization = %q", h)
 		}
 	}
-	if len(seen) != 3 {
-		t.Errorf("%d reads, want 3", len(seen))
+	if len(seen) != 5 {
+		t.Errorf("%d reads, want 5", len(seen))
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, args := range [][]string{
+		{"--ticket-file", empty},
+		{"--ticket-file", filepath.Join(t.TempDir(), "missing")},
+		{"--ticket-file", file, "--ticket", ticket},
+	} {
+		code, _, errs := run(t, nil, nil, append([]string{"inspect", "demo-pad-v1", "--url", url}, args...)...)
+		if code != 64 || strings.Contains(errs, ticket) {
+			t.Errorf("%v: exit %d, stderr %q; want 64 without the ticket", args, code, errs)
+		}
+	}
+	if len(seen) != 5 {
+		t.Errorf("a refused --ticket-file still read the pad (%d reads)", len(seen))
 	}
 }
 
