@@ -137,7 +137,7 @@ const maxTicketFile = 4 << 10
 // readTicketFile returns the first line of path ("-": stdin), trimmed. Errors never
 // include the file's content.
 func readTicketFile(path string, stdin io.Reader) (string, error) {
-	var r io.Reader = stdin
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

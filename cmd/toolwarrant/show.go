@@ -50,18 +50,30 @@ If the definition holds characters that can hide or reorder text (zero-width, bi
 control, variation selectors) or its name is a look-alike, toolwarrant refuses to print it
 raw: those characters are printed as JSON \u escapes (still valid JSON with the same value),
 stderr says what was found, and the command exits 1. --accept-suspicious prints the exact
-canonical bytes.` + exitCodes("printed", "printed with suspicious characters escaped (see stderr)"),
+canonical bytes.` + remoteNote + exitCodes("printed", "printed with suspicious characters escaped (see stderr)"),
 		Example: "  toolwarrant show weather get_forecast\n  toolwarrant show weather get_forecast --version 3f2a9c1d",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+			var v warrant.VersionView
+			r, err := a.remote(cmd)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			v, err := svc.Show(cmd.Context(), args[0], args[1], version)
-			if err != nil {
-				return failed(err)
+			if r != nil {
+				ans, err := r.Version(cmd.Context(), args[0], args[1], version)
+				if err != nil {
+					return remoteFailed(err)
+				}
+				v = ans.View()
+			} else {
+				cat, svc, _, err := a.open(cmd.Context(), cmd, true)
+				if err != nil {
+					return err
+				}
+				defer cat.Close()
+				if v, err = svc.Show(cmd.Context(), args[0], args[1], version); err != nil {
+					return failed(err)
+				}
 			}
 			def := v.Version.Canonical
 			suspicious := v.Inspection.Suspicious()
@@ -97,5 +109,6 @@ canonical bytes.` + exitCodes("printed", "printed with suspicious characters esc
 	c.Flags().StringVar(&version, "version", "", "the version to show: a `DIGEST` or a unique prefix of at least 8 hex digits (default: the current one)")
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "print suspicious characters raw (the exact canonical bytes)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document with the definition and what is known about it")
+	a.addRemoteFlag(c)
 	return c
 }

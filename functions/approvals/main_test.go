@@ -62,7 +62,7 @@ func TestColdStartAndEvents(t *testing.T) {
 		file   string
 		noIAM  bool
 		status int
-	}{{"approvals-proposals.json", false, 200}, {"approvals-tools.json", false, 200}, {"approvals-audit.json", false, 200}, {"approvals-audit.json", true, 403}, {"approvals-diff.json", false, 404}, {"approvals-decide.json", false, 404}, {"approvals-decide.json", true, 403}} {
+	}{{"approvals-proposals.json", false, 200}, {"approvals-tools.json", false, 200}, {"approvals-audit.json", false, 200}, {"approvals-audit.json", true, 403}, {"approvals-diff.json", false, 404}, {"approvals-version.json", false, 404}, {"approvals-decide.json", false, 404}, {"approvals-decide.json", true, 403}} {
 		var ev events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(event(t, tc.file), &ev); err != nil {
 			t.Fatal(err)

@@ -49,7 +49,7 @@ type Toolwarrant struct {
 	// response body from an upstream, in bytes (1 KiB to 1 GiB). Default 10 MiB.
 	CrawlMaxResponseBytes int64
 	// Remote is TOOLWARRANT_REMOTE, the approvals API (the stack's ApprovalsApiUrl) that
-	// list, diff, approve, reject, rollback and audit export use instead of the catalog
+	// list, show, diff, approve, reject, rollback and audit export use instead of the catalog
 	// file. Default "" (the local catalog).
 	Remote string
 }

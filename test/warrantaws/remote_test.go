@@ -94,6 +94,22 @@ func TestRemoteCLI(t *testing.T) {
 		t.Errorf("diff --remote --json: %s", out)
 	}
 
+	// show --remote prints the exact canonical bytes the digest covers.
+	out, _ = asAlice(0, "show", "weather", "get_forecast", "--remote", url)
+	if warrant.DigestOf([]byte(strings.TrimSuffix(out, "\n"))) != digest["get_forecast"] {
+		t.Errorf("show --remote printed bytes that do not hash to %s: %s", digest["get_forecast"], out)
+	}
+	out, _ = asAlice(0, "show", "weather", "get_alerts", "--version", string(digest["get_alerts"])[7:19], "--remote", url, "--json")
+	var shown struct {
+		Digest warrant.Digest
+		State  warrant.State
+	}
+	decodeJSON(t, []byte(out), &shown)
+	if shown.Digest != digest["get_alerts"] || shown.State != warrant.StatePending {
+		t.Errorf("show --version PREFIX --remote --json: %s", out)
+	}
+	asAlice(2, "show", "weather", "nope", "--remote", url)
+
 	// Refusals change nothing.
 	before := gw.calls.Load()
 	_, stderr := run("AKIDALICE", "wrong-secret", 2, "approve", "weather", "get_forecast", "--hash", string(digest["get_forecast"]), "--remote", url)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
@@ -26,6 +27,7 @@ import (
 //	GET  /v1/proposals                                   pending versions, graded, and the audit head
 //	GET  /v1/tools                                       every tool, graded, and the audit head
 //	GET  /v1/servers/{server}/tools/{tool}/diff?from=&to= the graded diff of two versions
+//	GET  /v1/servers/{server}/tools/{tool}/versions/{v}  one version (a digest, a prefix, or "current")
 //	POST /v1/servers/{server}/tools/{tool}/decisions     approve, reject or roll back one exact digest
 //	GET  /v1/audit?after=SEQ&limit=N                     audit entries after SEQ, as export lines
 //
@@ -42,6 +44,7 @@ func ApprovalsHandler(w *Warrant, crawlRole string, log *slog.Logger) http.Handl
 	mux.HandleFunc("GET /v1/tools", func(rw http.ResponseWriter, r *http.Request) { a.tools(rw, r, "tools", false) })
 	mux.HandleFunc("GET /v1/audit", a.audit)
 	mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/diff", a.diff)
+	mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/versions/{version}", a.version)
 	mux.HandleFunc("POST /v1/servers/{server}/tools/{tool}/decisions", a.decide)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeErr(rw, r, log, fmt.Errorf("%w: no route %s %s", errRoute, r.Method, r.URL.Path))
@@ -210,6 +213,72 @@ func (a *approvals) diff(rw http.ResponseWriter, r *http.Request) {
 		"toDefinition": json.RawMessage(dv.ToVersion.Canonical)}
 	if dv.From != "" {
 		out["fromDefinition"] = json.RawMessage(dv.FromVersion.Canonical)
+	}
+	writeJSON(rw, http.StatusOK, out)
+}
+
+// VersionAnswer is GET …/versions/{v}: one version, its canonical definition (the exact
+// bytes its digest covers; a client escapes suspicious characters before printing), what
+// textguard found in it, and its decisions.
+type VersionAnswer struct {
+	AuditHead   warrant.AuditHead  `json:"auditHead"`
+	Server      string             `json:"server"`
+	Tool        string             `json:"tool"`
+	Digest      warrant.Digest     `json:"digest"`
+	State       warrant.State      `json:"state"`
+	Current     bool               `json:"current"`
+	Approved    bool               `json:"approved"`
+	FirstSeenAt time.Time          `json:"firstSeenAt"`
+	FirstSeenBy string             `json:"firstSeenBy"`
+	FirstCrawl  int64              `json:"firstCrawl"`
+	Inspection  warrant.Inspection `json:"inspection"`
+	Decisions   []VersionDecision  `json:"decisions"`
+	Definition  json.RawMessage    `json:"definition"`
+}
+
+// VersionDecision is one decision on a version.
+type VersionDecision struct {
+	Kind  warrant.DecisionKind `json:"kind"`
+	Actor string               `json:"actor"`
+	At    time.Time            `json:"at"`
+}
+
+// View is the answer as the service's VersionView.
+func (v VersionAnswer) View() warrant.VersionView {
+	out := warrant.VersionView{Version: warrant.Version{Server: v.Server, Tool: v.Tool, Digest: v.Digest, Canonical: v.Definition,
+		FirstSeenAt: v.FirstSeenAt, FirstSeenBy: v.FirstSeenBy, FirstCrawl: v.FirstCrawl},
+		Inspection: v.Inspection, Current: v.Current, Approved: v.Approved, State: v.State}
+	for _, d := range v.Decisions {
+		out.Decisions = append(out.Decisions, warrant.Decision{Server: v.Server, Tool: v.Tool, Digest: v.Digest, Kind: d.Kind, Actor: d.Actor, At: d.At})
+	}
+	return out
+}
+
+func (a *approvals) version(rw http.ResponseWriter, r *http.Request) {
+	if _, err := a.caller(r); err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	ctx := r.Context()
+	head, err := a.w.Catalog.AuditHead(ctx)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	want := r.PathValue("version")
+	if want == "current" {
+		want = ""
+	}
+	v, err := a.w.Service.Show(ctx, r.PathValue("server"), r.PathValue("tool"), want)
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return
+	}
+	out := VersionAnswer{AuditHead: head, Server: v.Version.Server, Tool: v.Version.Tool, Digest: v.Version.Digest, State: v.State, Current: v.Current,
+		Approved: v.Approved, FirstSeenAt: v.Version.FirstSeenAt, FirstSeenBy: v.Version.FirstSeenBy, FirstCrawl: v.Version.FirstCrawl,
+		Inspection: v.Inspection, Decisions: []VersionDecision{}, Definition: json.RawMessage(v.Version.Canonical)}
+	for _, d := range v.Decisions {
+		out.Decisions = append(out.Decisions, VersionDecision{d.Kind, d.Actor, d.At})
 	}
 	writeJSON(rw, http.StatusOK, out)
 }

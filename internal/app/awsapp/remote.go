@@ -291,9 +291,39 @@ func (c *Remote) Diff(ctx context.Context, server, tool, from, to string) (DiffA
 		q.Set("to", to)
 	}
 	var d DiffAnswer
-	err := c.getJSON(ctx, toolPath(server, tool, "diff"), q, &d)
-	return d, err
+	path := toolPath(server, tool, "diff")
+	if err := c.getJSON(ctx, path, q, &d); err != nil {
+		return d, err
+	}
+	if got := warrant.DigestOf(d.ToDefinition); got != d.To {
+		return DiffAnswer{}, fmt.Errorf("approvals API: GET %s: %w: the new definition hashes to %s, not %s", path, errMismatch, got, d.To)
+	}
+	if d.From != "" {
+		if got := warrant.DigestOf(d.FromDefinition); got != d.From {
+			return DiffAnswer{}, fmt.Errorf("approvals API: GET %s: %w: the old definition hashes to %s, not %s", path, errMismatch, got, d.From)
+		}
+	}
+	return d, nil
 }
+
+// Version reads one version of a tool: a digest or unique prefix, or "" for the current one.
+func (c *Remote) Version(ctx context.Context, server, tool, version string) (VersionAnswer, error) {
+	if version == "" {
+		version = "current"
+	}
+	var v VersionAnswer
+	path := toolPath(server, tool, "versions/"+url.PathEscape(version))
+	if err := c.getJSON(ctx, path, nil, &v); err != nil {
+		return v, err
+	}
+	if got := warrant.DigestOf(v.Definition); got != v.Digest {
+		return VersionAnswer{}, fmt.Errorf("approvals API: GET %s: %w: the definition hashes to %s, not the digest %s it was answered with", path, errMismatch, got, v.Digest)
+	}
+	return v, nil
+}
+
+// errMismatch is an answer whose bytes do not hash to the digest it names: never shown.
+var errMismatch = errors.New("definition and digest disagree")
 
 // DecisionAnswer is POST …/decisions.
 type DecisionAnswer struct {

@@ -160,3 +160,36 @@ func TestExportAuditPages(t *testing.T) {
 		t.Errorf("gap: %d, %d, %v, %d lines written", n, last, err, strings.Count(buf.String(), "\n"))
 	}
 }
+
+// An answer whose definition does not hash to the digest it names is refused: the CLI
+// never shows, or decides over, bytes the API cannot vouch for.
+func TestRemoteDigestMismatch(t *testing.T) {
+	def := `{"name":"t"}`
+	good := warrant.DigestOf([]byte(def))
+	for _, tc := range []struct{ path, body string }{
+		{"/versions/current", fmt.Sprintf(`{"digest":%q,"definition":{"name":"u"}}`, good)},
+		{"/diff", fmt.Sprintf(`{"to":%q,"toDefinition":{"name":"u"}}`, good)},
+		{"/diff", fmt.Sprintf(`{"to":%q,"toDefinition":%s,"from":%q,"fromDefinition":{"name":"u"}}`, good, def, good)},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, tc.body) }))
+		r, _ := NewRemote(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("A", "s", "")}, srv.URL)
+		var err error
+		if strings.HasSuffix(tc.path, "current") {
+			_, err = r.Version(t.Context(), "s", "t", "")
+		} else {
+			_, err = r.Diff(t.Context(), "s", "t", "", "")
+		}
+		if !errors.Is(err, errMismatch) {
+			t.Errorf("%s %s: %v, want a mismatch", tc.path, tc.body, err)
+		}
+		srv.Close()
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"digest":%q,"definition":%s}`, good, def)
+	}))
+	defer srv.Close()
+	r, _ := NewRemote(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("A", "s", "")}, srv.URL)
+	if v, err := r.Version(t.Context(), "s", "t", ""); err != nil || string(v.Definition) != def {
+		t.Errorf("matching answer: %+v, %v", v, err)
+	}
+}
