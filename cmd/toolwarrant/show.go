@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,29 +9,12 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// showJSON is `show --json` (docs/toolwarrant.md).
+// showJSON is `show --json` (docs/toolwarrant.md): the version document, with the
+// definition's suspicious characters \u-escaped unless --accept-suspicious (the same JSON
+// value, other bytes).
 type showJSON struct {
-	Server      string             `json:"server"`
-	Tool        string             `json:"tool"`
-	Digest      warrant.Digest     `json:"digest"`
-	State       warrant.State      `json:"state"`
-	Current     bool               `json:"current"`
-	Approved    bool               `json:"approved"`
-	FirstSeenAt time.Time          `json:"firstSeenAt"`
-	FirstSeenBy string             `json:"firstSeenBy"`
-	FirstCrawl  int64              `json:"firstCrawl"`
-	Suspicious  bool               `json:"suspicious"`
-	Inspection  warrant.Inspection `json:"inspection"`
-	Decisions   []decisionJSON     `json:"decisions"`
-	// Definition is the canonical JSON; unless --accept-suspicious, suspicious characters
-	// are \u-escaped (the same JSON value, other bytes).
-	Definition json.RawMessage `json:"definition"`
-}
-
-type decisionJSON struct {
-	Kind  warrant.DecisionKind `json:"kind"`
-	Actor string               `json:"actor"`
-	At    time.Time            `json:"at"`
+	warrant.VersionDoc
+	Suspicious bool `json:"suspicious"`
 }
 
 func (a *app) showCmd() *cobra.Command {
@@ -81,15 +62,9 @@ canonical bytes.` + remoteNote + exitCodes("printed", "printed with suspicious c
 				def = warrant.VisibleDefinition(def, v.Version.Tool, v.Inspection)
 			}
 			if asJSON {
-				out := showJSON{Server: v.Version.Server, Tool: v.Version.Tool, Digest: v.Version.Digest, State: v.State, Current: v.Current,
-					Approved: v.Approved, FirstSeenAt: v.Version.FirstSeenAt, FirstSeenBy: v.Version.FirstSeenBy, FirstCrawl: v.Version.FirstCrawl,
-					Suspicious: suspicious, Inspection: v.Inspection, Decisions: []decisionJSON{}, Definition: def}
-				for _, d := range v.Decisions {
-					out.Decisions = append(out.Decisions, decisionJSON{d.Kind, d.Actor, d.At})
-				}
-				if out.Inspection.Findings == nil {
-					out.Inspection.Findings = []warrant.TextFinding{}
-				}
+				doc := v.Doc()
+				doc.Definition = def
+				out := showJSON{VersionDoc: doc, Suspicious: suspicious}
 				if err := writeJSON(a.env.Stdout, out); err != nil {
 					return err
 				}

@@ -477,6 +477,56 @@ type VersionView struct {
 	Decisions         []Decision
 }
 
+// VersionDoc is a VersionView as one JSON document: what `toolwarrant show --json` prints
+// and what the approvals API answers for one version. Definition is the canonical JSON
+// (a printer may escape suspicious characters in it first).
+type VersionDoc struct {
+	Server      string          `json:"server"`
+	Tool        string          `json:"tool"`
+	Digest      Digest          `json:"digest"`
+	State       State           `json:"state"`
+	Current     bool            `json:"current"`
+	Approved    bool            `json:"approved"`
+	FirstSeenAt time.Time       `json:"firstSeenAt"`
+	FirstSeenBy string          `json:"firstSeenBy"`
+	FirstCrawl  int64           `json:"firstCrawl"`
+	Inspection  Inspection      `json:"inspection"`
+	Decisions   []DecisionDoc   `json:"decisions"`
+	Definition  json.RawMessage `json:"definition"`
+}
+
+// DecisionDoc is one decision on a version, in a VersionDoc.
+type DecisionDoc struct {
+	Kind  DecisionKind `json:"kind"`
+	Actor string       `json:"actor"`
+	At    time.Time    `json:"at"`
+}
+
+// Doc returns v as a VersionDoc (empty lists, never null).
+func (v VersionView) Doc() VersionDoc {
+	d := VersionDoc{Server: v.Version.Server, Tool: v.Version.Tool, Digest: v.Version.Digest, State: v.State, Current: v.Current,
+		Approved: v.Approved, FirstSeenAt: v.Version.FirstSeenAt, FirstSeenBy: v.Version.FirstSeenBy, FirstCrawl: v.Version.FirstCrawl,
+		Inspection: v.Inspection, Decisions: []DecisionDoc{}, Definition: json.RawMessage(v.Version.Canonical)}
+	if d.Inspection.Findings == nil {
+		d.Inspection.Findings = []TextFinding{}
+	}
+	for _, x := range v.Decisions {
+		d.Decisions = append(d.Decisions, DecisionDoc{x.Kind, x.Actor, x.At})
+	}
+	return d
+}
+
+// View returns the VersionView d describes (its decisions hold kind, actor and time).
+func (d VersionDoc) View() VersionView {
+	v := VersionView{Version: Version{Server: d.Server, Tool: d.Tool, Digest: d.Digest, Canonical: d.Definition,
+		FirstSeenAt: d.FirstSeenAt, FirstSeenBy: d.FirstSeenBy, FirstCrawl: d.FirstCrawl},
+		Inspection: d.Inspection, Current: d.Current, Approved: d.Approved, State: d.State}
+	for _, x := range d.Decisions {
+		v.Decisions = append(v.Decisions, Decision{Server: d.Server, Tool: d.Tool, Digest: d.Digest, Kind: x.Kind, Actor: x.Actor, At: x.At})
+	}
+	return v
+}
+
 // tool loads a tool's record and versions; ErrNotFound naming what is missing.
 func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []Version, error) {
 	if _, err := s.cat.Server(ctx, server); err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
@@ -217,41 +216,12 @@ func (a *approvals) diff(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, out)
 }
 
-// VersionAnswer is GET …/versions/{v}: one version, its canonical definition (the exact
+// VersionAnswer is GET …/versions/{v}: one version (its canonical definition, the exact
 // bytes its digest covers; a client escapes suspicious characters before printing), what
-// textguard found in it, and its decisions.
+// textguard found in it, its decisions, and the audit head read before it.
 type VersionAnswer struct {
-	AuditHead   warrant.AuditHead  `json:"auditHead"`
-	Server      string             `json:"server"`
-	Tool        string             `json:"tool"`
-	Digest      warrant.Digest     `json:"digest"`
-	State       warrant.State      `json:"state"`
-	Current     bool               `json:"current"`
-	Approved    bool               `json:"approved"`
-	FirstSeenAt time.Time          `json:"firstSeenAt"`
-	FirstSeenBy string             `json:"firstSeenBy"`
-	FirstCrawl  int64              `json:"firstCrawl"`
-	Inspection  warrant.Inspection `json:"inspection"`
-	Decisions   []VersionDecision  `json:"decisions"`
-	Definition  json.RawMessage    `json:"definition"`
-}
-
-// VersionDecision is one decision on a version.
-type VersionDecision struct {
-	Kind  warrant.DecisionKind `json:"kind"`
-	Actor string               `json:"actor"`
-	At    time.Time            `json:"at"`
-}
-
-// View is the answer as the service's VersionView.
-func (v VersionAnswer) View() warrant.VersionView {
-	out := warrant.VersionView{Version: warrant.Version{Server: v.Server, Tool: v.Tool, Digest: v.Digest, Canonical: v.Definition,
-		FirstSeenAt: v.FirstSeenAt, FirstSeenBy: v.FirstSeenBy, FirstCrawl: v.FirstCrawl},
-		Inspection: v.Inspection, Current: v.Current, Approved: v.Approved, State: v.State}
-	for _, d := range v.Decisions {
-		out.Decisions = append(out.Decisions, warrant.Decision{Server: v.Server, Tool: v.Tool, Digest: v.Digest, Kind: d.Kind, Actor: d.Actor, At: d.At})
-	}
-	return out
+	AuditHead warrant.AuditHead `json:"auditHead"`
+	warrant.VersionDoc
 }
 
 func (a *approvals) version(rw http.ResponseWriter, r *http.Request) {
@@ -274,12 +244,7 @@ func (a *approvals) version(rw http.ResponseWriter, r *http.Request) {
 		writeErr(rw, r, a.log, err)
 		return
 	}
-	out := VersionAnswer{AuditHead: head, Server: v.Version.Server, Tool: v.Version.Tool, Digest: v.Version.Digest, State: v.State, Current: v.Current,
-		Approved: v.Approved, FirstSeenAt: v.Version.FirstSeenAt, FirstSeenBy: v.Version.FirstSeenBy, FirstCrawl: v.Version.FirstCrawl,
-		Inspection: v.Inspection, Decisions: []VersionDecision{}, Definition: json.RawMessage(v.Version.Canonical)}
-	for _, d := range v.Decisions {
-		out.Decisions = append(out.Decisions, VersionDecision{d.Kind, d.Actor, d.At})
-	}
+	out := VersionAnswer{AuditHead: head, VersionDoc: v.Doc()}
 	writeJSON(rw, http.StatusOK, out)
 }
 
