@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/agentgate-dev/agentgate/internal/awserr"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -25,7 +26,7 @@ func cclassify(op string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if unavailable(err) {
+	if awserr.Transient(err, unavailableCodes) {
 		return fmt.Errorf("%s: %w: %v", op, warrant.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %v", op, err)

@@ -9,17 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/agentgate-dev/agentgate/internal/awserr"
 	"github.com/agentgate-dev/agentgate/internal/signer"
 )
 
@@ -151,29 +147,8 @@ func classify(op string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("kmssigner: %s: %w", op, err)
 	}
-	if unavailable(err) {
+	if awserr.Transient(err, unavailableCodes) {
 		return fmt.Errorf("kmssigner: %s: %w: %v", op, signer.ErrUnavailable, err)
 	}
 	return fmt.Errorf("kmssigner: %s: %v", op, err)
-}
-
-func unavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ma *retry.MaxAttemptsError
-	var qe ratelimit.QuotaExceededError
-	if errors.As(err, &ma) || errors.As(err, &qe) {
-		return true
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) && (unavailableCodes[ae.ErrorCode()] || ae.ErrorFault() == smithy.FaultServer) {
-		return true
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne)
 }

@@ -9,17 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/agentgate-dev/agentgate/internal/awserr"
 	"github.com/agentgate-dev/agentgate/internal/blob"
 )
 
@@ -105,7 +102,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nk *s3types.NoSuchKey
-		if errors.As(err, &nk) || status(err) == http.StatusNotFound {
+		if errors.As(err, &nk) || awserr.Status(err) == http.StatusNotFound {
 			return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, blob.ErrNotFound)
 		}
 		return nil, classify("get "+key, err)
@@ -141,18 +138,14 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	return nil, fmt.Errorf("list s3://%s/%s: more than %d pages", s.bucket, prefix, maxListPages)
 }
 
-func status(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
 func preconditionFailed(err error) bool {
 	var ae smithy.APIError
-	return status(err) == http.StatusPreconditionFailed || errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed"
+	return awserr.Status(err) == http.StatusPreconditionFailed || errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed"
 }
+
+// unavailableCodes are S3 error codes meaning "retry later": throttling, and a concurrent
+// conditional write.
+var unavailableCodes = map[string]bool{"SlowDown": true, "ConditionalRequestConflict": true}
 
 // classify wraps an S3 error: blob.ErrUnavailable for throttling (SlowDown, 503), 5xx,
 // a concurrent conditional write (409 ConditionalRequestConflict: retry), exhausted retries,
@@ -161,28 +154,8 @@ func classify(op string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("s3blob: %s: %w", op, err)
 	}
-	if unavailable(err) {
+	if awserr.Transient(err, unavailableCodes) || awserr.Status(err) == http.StatusConflict {
 		return fmt.Errorf("s3blob: %s: %w: %v", op, blob.ErrUnavailable, err)
 	}
 	return fmt.Errorf("s3blob: %s: %v", op, err)
-}
-
-func unavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ma *retry.MaxAttemptsError
-	var qe ratelimit.QuotaExceededError
-	if errors.As(err, &ma) || errors.As(err, &qe) {
-		return true
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) && (ae.ErrorCode() == "SlowDown" || ae.ErrorCode() == "ConditionalRequestConflict" || ae.ErrorFault() == smithy.FaultServer) {
-		return true
-	}
-	if st := status(err); st >= 500 || st == http.StatusConflict {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne)
 }
