@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -92,62 +91,26 @@ Your role needs the stack's ApproverPolicyArn.`
 			if !ok {
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("key %s is not on the trust list, so it cannot decide (see 'toolwarrant trust list')", signer.Public().Fingerprint()))
 			}
-			if _, err := svc.Show(ctx, server, tool, ""); err != nil {
+			chk, err := svc.CheckDecision(ctx, server, tool, d, kind, accept, me.Principal, nil)
+			switch {
+			case errors.Is(err, warrant.ErrSuspicious):
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)", visible(err.Error()), kind2cmd(kind)))
+			case errors.Is(err, warrant.ErrSeparation):
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; another trusted person must", err))
+			case err != nil:
 				return failed(err)
-			}
-			view, err := svc.Show(ctx, server, tool, string(d))
-			if err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: %s is not a recorded version of this tool", server, tool, d))
-			}
-			if view.Inspection.Suspicious() && !accept && kind != warrant.DecisionRejected {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q version %s has %s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)",
-					server, visible(tool), d.Short(), visible(view.Inspection.Summary()), kind2cmd(kind)))
-			}
-			if kind != warrant.DecisionRejected {
-				crawled, err := svc.ObservedBy(ctx, server, tool, d)
-				if err != nil {
-					return failed(err)
-				}
-				if slices.Contains(crawled, me.Principal) {
-					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s crawled this digest, so %s cannot approve it too (separation of duties): another trusted person must", me.Principal, me.Principal))
-				}
-			}
-			current := warrant.Digest("")
-			recs, err := cat.Tools(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			for _, r := range recs {
-				if r.Server == server && r.Tool == tool {
-					current = r.Approved
-				}
-			}
-			switch kind {
-			case warrant.DecisionApproved:
-				if current == d {
-					fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
-					return nil
-				}
-			case warrant.DecisionRolledBack:
-				decs, err := cat.Decisions(ctx, server, tool)
-				if err != nil {
-					return failed(err)
-				}
-				was := slices.ContainsFunc(decs, func(x warrant.Decision) bool {
-					return x.Digest == d && (x.Kind == warrant.DecisionApproved || x.Kind == warrant.DecisionRolledBack)
-				})
-				if !was || current == d {
-					return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: %s is not an earlier approved digest to roll back to", server, tool, d.Short()))
-				}
+			case chk.Unchanged:
+				fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
+				return nil
 			}
 			now := a.deps.now()
-			stmt := trust.NewDecision(kind, server, tool, d, accept && view.Inspection.Suspicious(), me.Principal, head, now)
+			stmt := trust.NewDecision(kind, server, tool, d, chk.AcceptedSuspicious, me.Principal, head, now)
 			sb, sig, err := trust.Sign(stmt, signer)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
 			err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: d, Kind: kind, Actor: me.Principal, At: now,
-				Expect: current, AcceptedSuspicious: stmt.AcceptedSuspicious, Note: note, Statement: sb, Signature: sig, ReadHead: &head})
+				Expect: chk.Approved, AcceptedSuspicious: stmt.AcceptedSuspicious, Note: note, Statement: sb, Signature: sig, ReadHead: &head})
 			if err != nil {
 				return decisionFailed(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("GatewayObservations", func(t *testing.T) { testGatewayObservations(t, newCatalog(t)) })
 	t.Run("GatewayRacesCrawl", func(t *testing.T) { testGatewayRace(t, newCatalog(t)) })
 	t.Run("ServiceObserveGateway", func(t *testing.T) { testServiceObserveGateway(t, newCatalog(t)) })
+	t.Run("ServiceCheckDecision", func(t *testing.T) { testServiceCheckDecision(t, newCatalog(t)) })
 	t.Run("DecideCheckAndSet", func(t *testing.T) { testDecide(t, newCatalog(t)) })
 	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
@@ -700,4 +702,80 @@ func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 	if props, _ := c.Proposals(ctx); len(props) != 3 {
 		t.Errorf("proposals after the crawl: %+v; want old, a@A2 and new", props)
 	}
+}
+
+// testServiceCheckDecision: the rules every decision follows (CLI and approvals API alike)
+// over the driver: recorded versions only, suspicious text only rejected unless accepted,
+// no approval by an identity that crawled the digest, approving the approved digest is a
+// no-op, rollback only to an earlier approved digest other than the current one.
+func testServiceCheckDecision(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "crawler", Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddServer(ctx, server("s")); err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(tools ...string) {
+		t.Helper()
+		l := warrant.Listing{Server: "s"}
+		for i := 0; i+1 < len(tools); i += 2 {
+			b, _ := Def(tools[i], tools[i+1])
+			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
+		}
+		if _, err := svc.Ingest(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest("a", "A", "sus", "Hid\u200bden")
+	_, dA := Def("a", "A")
+	vs, err := c.Versions(ctx, "s", "sus")
+	if err != nil || len(vs) != 1 {
+		t.Fatalf("versions of sus: %v, %v", vs, err)
+	}
+	dS := vs[0].Digest
+	check := func(tool string, d warrant.Digest, kind warrant.DecisionKind, accept bool, actor string, want error) warrant.DecisionCheck {
+		t.Helper()
+		chk, err := svc.CheckDecision(ctx, "s", tool, d, kind, accept, actor, strings.EqualFold)
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("CheckDecision(%s %s %s accept=%v by %s) = %v, want %v", kind, tool, d.Short(), accept, actor, err, want)
+		}
+		return chk
+	}
+	check("a", "sha256:"+warrant.Digest(strings.Repeat("ab", 32)), warrant.DecisionApproved, false, "bob", warrant.ErrNotFound)
+	check("nope", dA, warrant.DecisionApproved, false, "bob", warrant.ErrNotFound)
+	check("a", dS, warrant.DecisionApproved, false, "bob", warrant.ErrNotFound) // another tool's digest
+	check("a", "sha256:ab", warrant.DecisionApproved, false, "bob", warrant.ErrInvalid)
+	check("a", dA, warrant.DecisionApproved, false, "CRAWLER", warrant.ErrSeparation)
+	check("a", dA, warrant.DecisionRejected, false, "crawler", nil) // rejecting needs no separation
+	if chk := check("a", dA, warrant.DecisionApproved, false, "bob", nil); chk.Unchanged || chk.Approved != "" || chk.Version.Version.Digest != dA {
+		t.Errorf("first approval: %+v", chk)
+	}
+	check("sus", dS, warrant.DecisionApproved, false, "bob", warrant.ErrSuspicious)
+	check("sus", dS, warrant.DecisionRejected, false, "bob", nil)
+	if chk := check("sus", dS, warrant.DecisionApproved, true, "bob", nil); !chk.AcceptedSuspicious {
+		t.Errorf("accepted suspicious approval: %+v", chk)
+	}
+	if chk := check("a", dA, warrant.DecisionRejected, true, "bob", nil); chk.AcceptedSuspicious {
+		t.Error("AcceptedSuspicious on a version with nothing suspicious")
+	}
+
+	if err := svc.Decide(ctx, warrant.Decision{Server: "s", Tool: "a", Digest: dA, Kind: warrant.DecisionApproved, Actor: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	if chk := check("a", dA, warrant.DecisionApproved, false, "bob", nil); !chk.Unchanged || chk.Approved != dA {
+		t.Errorf("approving the approved digest: %+v", chk)
+	}
+	check("a", dA, warrant.DecisionRolledBack, false, "bob", warrant.ErrConflict) // it is the approved one
+	ingest("a", "A2", "sus", "Hid\u200bden")
+	_, dA2 := Def("a", "A2")
+	if err := svc.Decide(ctx, warrant.Decision{Server: "s", Tool: "a", Digest: dA2, Kind: warrant.DecisionApproved, Actor: "bob", Expect: dA}); err != nil {
+		t.Fatal(err)
+	}
+	if chk := check("a", dA, warrant.DecisionRolledBack, false, "bob", nil); chk.Approved != dA2 {
+		t.Errorf("rollback check: %+v", chk)
+	}
+	check("a", dA, warrant.DecisionRolledBack, false, "crawler", warrant.ErrSeparation)
+	check("sus", dS, warrant.DecisionRolledBack, true, "bob", warrant.ErrConflict) // never approved
 }

@@ -24,6 +24,12 @@ var (
 	// ErrUnavailable: the catalog is busy or temporarily failing; nothing was written.
 	// Retry later.
 	ErrUnavailable = errors.New("catalog unavailable")
+	// ErrSuspicious: a decision other than a rejection on a version with suspicious text,
+	// without accepting it. Nothing was written.
+	ErrSuspicious = errors.New("suspicious text not accepted")
+	// ErrSeparation: the decider crawled the digest it would approve (separation of
+	// duties). Nothing was written.
+	ErrSeparation = errors.New("separation of duties")
 )
 
 // IngestError refuses one tool of a listing: its definition cannot be given an exact

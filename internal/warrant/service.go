@@ -581,7 +581,14 @@ func (s *Service) Show(ctx context.Context, server, tool, digest string) (Versio
 	if err != nil {
 		return VersionView{}, err
 	}
+	return s.show(ctx, tr, vs, digest)
+}
+
+// show is Show over the tool's record and versions, already read.
+func (s *Service) show(ctx context.Context, tr ToolRecord, vs []Version, digest string) (VersionView, error) {
+	server, tool := tr.Server, tr.Tool
 	var d Digest
+	var err error
 	switch {
 	case digest != "":
 		if d, err = MatchDigest(digests(vs), digest); err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
@@ -87,8 +86,10 @@ func writeErr(rw http.ResponseWriter, r *http.Request, log *slog.Logger, err err
 	switch {
 	case errors.Is(err, errRoute), errors.Is(err, warrant.ErrNotFound):
 		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, errForbidden):
+	case errors.Is(err, errForbidden), errors.Is(err, warrant.ErrSeparation):
 		status, msg = http.StatusForbidden, err.Error()
+	case errors.Is(err, warrant.ErrSuspicious):
+		status, msg = http.StatusConflict, err.Error()+"; read the diff and pass acceptSuspicious to decide anyway (recorded)"
 	case errors.Is(err, warrant.ErrConflict):
 		status, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, warrant.ErrInvalid):
@@ -293,67 +294,23 @@ func (a *approvals) decide(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	svc := a.w.Service
-	view, err := svc.Show(ctx, server, tool, string(req.Digest))
-	if err != nil {
-		writeErr(rw, r, a.log, fmt.Errorf("server %q tool %q: %s is not a recorded version of this tool: %w", server, tool, req.Digest, warrant.ErrNotFound))
-		return
-	}
-	suspicious := view.Inspection.Suspicious()
-	if suspicious && !req.AcceptSuspicious && req.Decision != warrant.DecisionRejected {
-		writeErr(rw, r, a.log, fmt.Errorf("%w: version %s has %s; read the diff and pass acceptSuspicious to decide anyway (recorded)", warrant.ErrConflict, req.Digest.Short(), view.Inspection.Summary()))
-		return
-	}
-	if req.Decision != warrant.DecisionRejected {
-		crawled, err := svc.ObservedBy(ctx, server, tool, req.Digest)
-		if err != nil {
-			writeErr(rw, r, a.log, err)
-			return
-		}
-		if slices.ContainsFunc(crawled, func(c string) bool { return iamattest.Same(c, who) }) {
-			writeErr(rw, r, a.log, fmt.Errorf("%w: %s crawled this digest, so it cannot approve it too (separation of duties)", errForbidden, who))
-			return
-		}
-	}
-	current := warrant.Digest("")
-	recs, err := a.w.Catalog.Tools(ctx)
+	chk, err := svc.CheckDecision(ctx, server, tool, req.Digest, req.Decision, req.AcceptSuspicious, who, iamattest.Same)
 	if err != nil {
 		writeErr(rw, r, a.log, err)
 		return
 	}
-	for _, t := range recs {
-		if t.Server == server && t.Tool == tool {
-			current = t.Approved
-		}
-	}
-	switch req.Decision {
-	case warrant.DecisionApproved:
-		if current == req.Digest {
-			writeJSON(rw, http.StatusOK, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "unchanged": true})
-			return
-		}
-	case warrant.DecisionRolledBack:
-		decs, err := a.w.Catalog.Decisions(ctx, server, tool)
-		if err != nil {
-			writeErr(rw, r, a.log, err)
-			return
-		}
-		was := slices.ContainsFunc(decs, func(x warrant.Decision) bool {
-			return x.Digest == req.Digest && (x.Kind == warrant.DecisionApproved || x.Kind == warrant.DecisionRolledBack)
-		})
-		if !was || current == req.Digest {
-			writeErr(rw, r, a.log, fmt.Errorf("%w: %s is not an earlier approved digest to roll back to", warrant.ErrConflict, req.Digest.Short()))
-			return
-		}
+	if chk.Unchanged {
+		writeJSON(rw, http.StatusOK, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "unchanged": true})
+		return
 	}
 	now := a.w.Now().UTC()
-	accepted := req.AcceptSuspicious && suspicious
-	stmt, err := trust.NewDecision(req.Decision, server, tool, req.Digest, accepted, who, *req.AuditHead, now).Bytes()
+	stmt, err := trust.NewDecision(req.Decision, server, tool, req.Digest, chk.AcceptedSuspicious, who, *req.AuditHead, now).Bytes()
 	if err != nil {
 		writeErr(rw, r, a.log, err)
 		return
 	}
-	err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: req.Digest, Kind: req.Decision, Actor: who, At: now, Expect: current,
-		AcceptedSuspicious: accepted, Note: req.Note, Statement: stmt, Signature: []byte(iamattest.SignaturePrefix + reqID), ReadHead: req.AuditHead})
+	err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: req.Digest, Kind: req.Decision, Actor: who, At: now, Expect: chk.Approved,
+		AcceptedSuspicious: chk.AcceptedSuspicious, Note: req.Note, Statement: stmt, Signature: []byte(iamattest.SignaturePrefix + reqID), ReadHead: req.AuditHead})
 	if err != nil {
 		writeErr(rw, r, a.log, err)
 		return
