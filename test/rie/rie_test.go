@@ -10,16 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,155 +21,23 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/rietest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
-// rieVersion is the aws-lambda-rie that .ci/run installs.
-const rieVersion = "v0.0.0-20261030222936-bef5c4ba774d"
-
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
-func goTool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is not on PATH: %v", err)
-	}
-	return p
-}
-
-// findRIE looks on PATH, then in the Go bin directory `go install` writes to.
-func findRIE(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
-		return p
-	}
-	out, err := exec.Command(goTool(t), "env", "GOBIN", "GOPATH").Output()
-	if err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		dirs := []string{}
-		if len(lines) > 0 && lines[0] != "" {
-			dirs = append(dirs, lines[0])
-		}
-		if len(lines) > 1 {
-			for _, gp := range filepath.SplitList(lines[1]) {
-				dirs = append(dirs, filepath.Join(gp, "bin"))
-			}
-		}
-		for _, d := range dirs {
-			p := filepath.Join(d, "aws-lambda-rie")
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p
-			}
-		}
-	}
-	testenv.Missing(t, testenv.External, "aws-lambda-rie is not installed: go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@"+rieVersion)
-	return ""
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// buildBootstrap builds the pads Lambda as SAM's build-PadsFunction does, for this machine's
-// architecture (RIE runs it natively).
-func buildBootstrap(t *testing.T) (path string, size int64) {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.CommandContext(t.Context(), goTool(t), "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/pads")
-	cmd.Dir = testenv.RepoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build bootstrap: %v\n%s", err, b)
-	}
-	st, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, st.Size()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 { // bounded: keep the first MiB of logs
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// emulator is aws-lambda-rie running bootstrap.
-type emulator struct {
-	url  string
-	logs *lockedBuffer
-}
-
-func startRIE(t *testing.T, rie, bootstrap string, env []string) (*emulator, time.Time) {
-	t.Helper()
-	api, runtimeAPI := freePort(t), freePort(t)
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, bootstrap)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	// Its own process group, so stopping it by PID also ends the bootstrap it spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start aws-lambda-rie: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		pid := cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("aws-lambda-rie output:\n%s", logs.String())
-		}
-	})
-	return &emulator{url: "http://" + api + "/2015-03-31/functions/function/invocations", logs: logs}, start
-}
-
-func (e *emulator) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+// invoke sends one API Gateway event and decodes the function's response.
+func invoke(ctx context.Context, emu *rietest.Emulator, ev events.APIGatewayV2HTTPRequest, first bool) (events.APIGatewayV2HTTPResponse, error) {
 	var resp events.APIGatewayV2HTTPResponse
 	body, _ := json.Marshal(ev)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	send := emu.Invoke
+	if first {
+		send = emu.FirstInvoke
+	}
+	raw, err := send(ctx, body)
 	if err != nil {
 		return resp, err
-	}
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return resp, err
-	}
-	defer r.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil {
-		return resp, err
-	}
-	if r.StatusCode != http.StatusOK {
-		return resp, fmt.Errorf("invoke: RIE answered %d: %s", r.StatusCode, raw)
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil || resp.StatusCode == 0 {
 		return resp, fmt.Errorf("invoke: not an API Gateway response: %s", raw)
@@ -220,31 +82,26 @@ func forPad(ev events.APIGatewayV2HTTPRequest, padID, auth string, body []byte, 
 }
 
 func TestHandoffUnderRIE(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("aws-lambda-rie runs Linux binaries")
-	}
-	rie := findRIE(t)
+	rie := rietest.Find(t)
 	cfg := awstest.Config(t)
 	table := awstest.PadsTable(t, cfg)
-	bootstrap, size := buildBootstrap(t)
+	bootstrap := rietest.Build(t, "pads")
+	st, err := os.Stat(bootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := st.Size()
 	env := append(awstest.Env(t), "PADS_TABLE="+table, "LOCKER_LOG_LEVEL=warn")
-	emu, started := startRIE(t, rie, bootstrap, env)
+	emu := rietest.Start(t, rie, bootstrap, env)
+	started := emu.Started
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	// The first invocation starts the runtime (cold start: config, AWS config, format marker,
 	// demo seed) and is answered by /health: process start to first response.
-	var health events.APIGatewayV2HTTPResponse
-	for attempt := 0; ; attempt++ {
-		var err error
-		health, err = emu.invoke(ctx, loadEvent(t, "health.json"))
-		if err == nil {
-			break
-		}
-		if attempt == 100 || ctx.Err() != nil {
-			t.Fatalf("no first response from the emulator: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	health, err := invoke(ctx, emu, loadEvent(t, "health.json"), true)
+	if err != nil {
+		t.Fatalf("no first response from the emulator: %v", err)
 	}
 	initTime := time.Since(started)
 	if health.StatusCode != 200 {
@@ -254,7 +111,7 @@ func TestHandoffUnderRIE(t *testing.T) {
 
 	call := func(what string, ev events.APIGatewayV2HTTPRequest, status int) map[string]any {
 		t.Helper()
-		resp, err := emu.invoke(ctx, ev)
+		resp, err := invoke(ctx, emu, ev, false)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
