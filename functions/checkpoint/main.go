@@ -25,14 +25,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	if awsCfg == nil {
-		cfg, err := awsapp.WarrantAWSConfig(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		awsCfg = &cfg
-	}
-	w, err := awsapp.NewWarrant(ctx, *awsCfg, c, "checkpoint", log, o)
+	w, err := awsapp.ColdStart(ctx, c, awsCfg, "checkpoint", log, o)
 	if err != nil {
 		return nil, err
 	}

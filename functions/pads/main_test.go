@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -61,13 +60,9 @@ func (s stack) handler(t *testing.T, mws ...func(*middleware.Stack) error) handl
 
 func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatalf("%s: %v", name, err)
+	if err := json.Unmarshal(testenv.Event(t, name), &ev); err != nil {
+		t.Fatal(err)
 	}
 	return ev
 }

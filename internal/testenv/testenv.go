@@ -60,3 +60,14 @@ func NodeModule(t testing.TB, pkg string) string {
 	}
 	return dir
 }
+
+// Event returns the committed sample event events/<name> (the files `sam local invoke -e`
+// takes), failing the test if it cannot be read.
+func Event(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(t), "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

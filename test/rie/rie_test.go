@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -47,12 +46,8 @@ func invoke(ctx context.Context, emu *rietest.Emulator, ev events.APIGatewayV2HT
 
 func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(raw, &ev); err != nil {
+	if err := json.Unmarshal(testenv.Event(t, name), &ev); err != nil {
 		t.Fatal(err)
 	}
 	return ev

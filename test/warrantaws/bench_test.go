@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // BenchmarkCrawlCost measures one crawl of a server with 40 tools through the crawl
@@ -35,7 +36,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 			o := awsapp.WarrantOptions{DynamoDB: []func(*dynamodb.Options){func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, ddb.Middleware) }},
 				KMS: []func(*kms.Options){func(o *kms.Options) { o.APIOptions = append(o.APIOptions, km.Middleware) }}}
 			crawl := s.crawl(b, o)
-			ev := json.RawMessage(readEvent(b, "crawl-scheduled.json"))
+			ev := json.RawMessage(testenv.Event(b, "crawl-scheduled.json"))
 			if res, err := crawl(b.Context(), ev); err != nil || res.Recorded != 1 {
 				b.Fatalf("first crawl: %+v %v", res, err)
 			}

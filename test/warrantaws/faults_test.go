@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // outage fails every KMS Sign while down is set: the request is sent, the answer lost
@@ -35,14 +36,14 @@ func TestKMSOutageFailsClosed(t *testing.T) {
 	crawl := s.crawl(t, o)
 	api := s.approvals(t, o)
 	w := s.warrant(t, "test", awsapp.WarrantOptions{})
-	if _, err := crawl(ctx, json.RawMessage(readEvent(t, "crawl-scheduled.json"))); err != nil {
+	if _, err := crawl(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json"))); err != nil {
 		t.Fatal(err)
 	}
 	head, _ := w.Catalog.AuditHead(ctx)
 
 	down.Store(true)
 	s.mcp.SetTools(tool("get_forecast", "changed while KMS is down"))
-	res, err := crawl(ctx, json.RawMessage(readEvent(t, "crawl-manual.json")))
+	res, err := crawl(ctx, json.RawMessage(testenv.Event(t, "crawl-manual.json")))
 	if err != nil || res.Failed != 1 || res.Recorded != 0 || !strings.Contains(res.Servers[0].Error, "signer unavailable") {
 		t.Fatalf("crawl during the outage: %+v, %v", res, err)
 	}
@@ -65,7 +66,7 @@ func TestKMSOutageFailsClosed(t *testing.T) {
 	}
 
 	down.Store(false)
-	if res, err := crawl(ctx, json.RawMessage(readEvent(t, "crawl-manual.json"))); err != nil || res.Recorded != 1 {
+	if res, err := crawl(ctx, json.RawMessage(testenv.Event(t, "crawl-manual.json"))); err != nil || res.Recorded != 1 {
 		t.Fatalf("crawl after the outage: %+v, %v", res, err)
 	}
 	head, _ = w.Catalog.AuditHead(ctx)
@@ -111,7 +112,7 @@ func TestThrottledAndLostTransactions(t *testing.T) {
 	if got := seen.Load(); got != 3 {
 		t.Errorf("TransactWriteItems calls while adding the server = %d, want 2 throttled + 1", got)
 	}
-	res, err := crawl(ctx, json.RawMessage(readEvent(t, "crawl-scheduled.json")))
+	res, err := crawl(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json")))
 	if err != nil || res.Recorded != 1 {
 		t.Fatalf("crawl: %+v, %v", res, err)
 	}

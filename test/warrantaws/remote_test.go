@@ -24,7 +24,7 @@ import (
 func TestRemoteCLI(t *testing.T) {
 	s := newStack(t)
 	ctx := t.Context()
-	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(readEvent(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
+	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
 		t.Fatalf("crawl: %+v, %v", res, err)
 	}
 	const auditor = "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"

@@ -21,6 +21,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/rietest"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // invoke posts an event and decodes the function's result into out, retrying while the
@@ -59,7 +60,7 @@ func TestEndToEndUnderRIE(t *testing.T) {
 	cpFn := rietest.Start(t, bin, boot["checkpoint"], env)
 
 	var res awsapp.CrawlResult
-	invoke(t, crawlFn, json.RawMessage(readEvent(t, "crawl-scheduled.json")), &res)
+	invoke(t, crawlFn, json.RawMessage(testenv.Event(t, "crawl-scheduled.json")), &res)
 	if res.Recorded != 1 || len(res.Servers[0].NewVersions) != 2 {
 		t.Fatalf("crawl under RIE: %+v", res)
 	}
@@ -82,7 +83,7 @@ func TestEndToEndUnderRIE(t *testing.T) {
 		t.Fatalf("approve: %d %s", resp.StatusCode, resp.Body)
 	}
 	var cp checkpoint.Result
-	invoke(t, cpFn, json.RawMessage(readEvent(t, "checkpoint-scheduled.json")), &cp)
+	invoke(t, cpFn, json.RawMessage(testenv.Event(t, "checkpoint-scheduled.json")), &cp)
 	if !cp.Written || cp.Head.Seq != head.Seq+1 {
 		t.Fatalf("checkpoint under RIE: %+v (approval at %d)", cp, head.Seq+1)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -21,7 +22,7 @@ func TestCrawlSSRFGuard(t *testing.T) {
 		{Name: "loopback", URL: "http://127.0.0.1:9/mcp"},
 	}
 	crawl := s.crawl(t, awsapp.WarrantOptions{})
-	res, err := crawl(t.Context(), json.RawMessage(readEvent(t, "crawl-scheduled.json")))
+	res, err := crawl(t.Context(), json.RawMessage(testenv.Event(t, "crawl-scheduled.json")))
 	if err != nil || res.Failed != 4 || res.Recorded != 0 {
 		t.Fatalf("crawl: %+v, %v", res, err)
 	}

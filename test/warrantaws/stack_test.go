@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,19 +107,10 @@ func (s *stack) approvals(t *testing.T, o awsapp.WarrantOptions) func(context.Co
 	return httpadapter.NewV2(awsapp.ApprovalsHandler(s.warrant(t, "approvals", o), crawlRole, slog.New(slog.DiscardHandler))).ProxyWithContext
 }
 
-func readEvent(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func apiEvent(t *testing.T, name, who, server, tool string, body any) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(readEvent(t, name), &ev); err != nil {
+	if err := json.Unmarshal(testenv.Event(t, name), &ev); err != nil {
 		t.Fatal(err)
 	}
 	if server != "" {

@@ -85,3 +85,16 @@ func WarrantAWSConfig(ctx context.Context, c config.WarrantAWS) (aws.Config, err
 func Catalog(ctx context.Context, awsCfg aws.Config, table string, log *slog.Logger, opts ...func(*dynamodb.Options)) (*dynamostore.Catalog, error) {
 	return dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, opts...), Table: table, Logger: log})
 }
+
+// ColdStart is the cold start of a toolwarrant Lambda main: the SDK configuration from
+// the environment (unless awsCfg is given, as the functions' tests do), then NewWarrant.
+func ColdStart(ctx context.Context, c config.WarrantAWS, awsCfg *aws.Config, identity string, log *slog.Logger, o WarrantOptions) (*Warrant, error) {
+	if awsCfg == nil {
+		cfg, err := WarrantAWSConfig(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		awsCfg = &cfg
+	}
+	return NewWarrant(ctx, *awsCfg, c, identity, log, o)
+}
