@@ -69,7 +69,7 @@ func remoteFailed(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &re) && (re.Status == 401 || re.Status == 403) && !strings.Contains(re.Message, "crawl"):
+	case errors.As(err, &re) && (re.Status == 401 || re.Status == 403) && !re.ByFunction:
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: check your AWS credentials ('aws sts get-caller-identity') and that your role has the stack's ApproverPolicyArn (AuditorPolicyArn for reads)", err))
 	case errors.Is(err, warrant.ErrConflict):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; nothing was recorded: re-read ('toolwarrant list --remote', 'toolwarrant diff --remote') and decide again", err))

@@ -116,22 +116,34 @@ func (a *approvals) caller(r *http.Request) (string, error) {
 // the audit head read before them: a decision over that head is refused if anything was
 // recorded since.
 func (a *approvals) tools(rw http.ResponseWriter, r *http.Request, key string, pending bool) {
-	if _, err := a.caller(r); err != nil {
+	head, ok := a.readHead(rw, r)
+	if !ok {
+		return
+	}
+	rows, err := a.w.Service.List(r.Context(), pending)
+	if err != nil {
 		writeErr(rw, r, a.log, err)
 		return
 	}
-	head, err := a.w.Catalog.AuditHead(r.Context())
-	if err == nil {
-		var rows []warrant.ToolRow
-		if rows, err = a.w.Service.List(r.Context(), pending); err == nil {
-			if rows == nil {
-				rows = []warrant.ToolRow{}
-			}
-			writeJSON(rw, http.StatusOK, map[string]any{"auditHead": head, key: rows})
-			return
-		}
+	if rows == nil {
+		rows = []warrant.ToolRow{}
 	}
-	writeErr(rw, r, a.log, err)
+	writeJSON(rw, http.StatusOK, map[string]any{"auditHead": head, key: rows})
+}
+
+// readHead refuses a caller without an IAM principal and reads the audit head a read
+// route answers with (the head a decision is then made over). On failure it has answered.
+func (a *approvals) readHead(rw http.ResponseWriter, r *http.Request) (warrant.AuditHead, bool) {
+	if _, err := a.caller(r); err != nil {
+		writeErr(rw, r, a.log, err)
+		return warrant.AuditHead{}, false
+	}
+	head, err := a.w.Catalog.AuditHead(r.Context())
+	if err != nil {
+		writeErr(rw, r, a.log, err)
+		return warrant.AuditHead{}, false
+	}
+	return head, true
 }
 
 // Audit export pages: at most MaxAuditPage entries and about auditPageBytes of export
@@ -193,16 +205,11 @@ func (a *approvals) audit(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (a *approvals) diff(rw http.ResponseWriter, r *http.Request) {
-	if _, err := a.caller(r); err != nil {
-		writeErr(rw, r, a.log, err)
+	head, ok := a.readHead(rw, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	head, err := a.w.Catalog.AuditHead(ctx)
-	if err != nil {
-		writeErr(rw, r, a.log, err)
-		return
-	}
 	dv, err := a.w.Service.Diff(ctx, r.PathValue("server"), r.PathValue("tool"), r.URL.Query().Get("from"), r.URL.Query().Get("to"))
 	if err != nil {
 		writeErr(rw, r, a.log, err)
@@ -226,16 +233,11 @@ type VersionAnswer struct {
 }
 
 func (a *approvals) version(rw http.ResponseWriter, r *http.Request) {
-	if _, err := a.caller(r); err != nil {
-		writeErr(rw, r, a.log, err)
+	head, ok := a.readHead(rw, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	head, err := a.w.Catalog.AuditHead(ctx)
-	if err != nil {
-		writeErr(rw, r, a.log, err)
-		return
-	}
 	want := r.PathValue("version")
 	if want == "current" {
 		want = ""

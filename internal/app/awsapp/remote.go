@@ -109,6 +109,10 @@ type RemoteError struct {
 	Status       int
 	// Message is the API's error message (or API Gateway's, for a refused signature).
 	Message string
+	// ByFunction is true when the approvals function itself answered (its {"error"}
+	// body), false when API Gateway refused the request before it (a bad signature, a
+	// policy that does not allow the route).
+	ByFunction bool
 }
 
 func (e *RemoteError) Error() string {
@@ -216,11 +220,11 @@ func (c *Remote) do(ctx context.Context, method, path string, query url.Values, 
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error, Message string }
 		_ = json.Unmarshal(b, &e)
-		msg := e.Error
-		if msg == "" {
-			msg = e.Message
+		re := &RemoteError{Method: method, Path: path, Status: resp.StatusCode, Message: e.Error, ByFunction: e.Error != ""}
+		if !re.ByFunction {
+			re.Message = e.Message
 		}
-		return nil, nil, &RemoteError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
+		return nil, nil, re
 	}
 	return resp.Header, b, nil
 }

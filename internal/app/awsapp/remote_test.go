@@ -92,13 +92,24 @@ func TestRemoteErrors(t *testing.T) {
 		}
 		_, err = r.Diff(t.Context(), "weather", "get/forecast", "", "")
 		var re *RemoteError
-		if !errors.Is(err, want) || !errors.As(err, &re) || re.Status != status || !strings.Contains(err.Error(), "because") || re.Path != "/v1/servers/weather/tools/get%2Fforecast/diff" {
+		if !errors.Is(err, want) || !errors.As(err, &re) || re.Status != status || !strings.Contains(err.Error(), "because") || !re.ByFunction || re.Path != "/v1/servers/weather/tools/get%2Fforecast/diff" {
 			t.Errorf("status %d: %v (%+v), want %v", status, err, re, want)
 		}
 		srv.Close()
 	}
+	// API Gateway's own refusal ({"message"}) is not the function's.
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"message":"Forbidden"}`)
+	}))
+	defer gw.Close()
+	r, _ := NewRemote(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("A", "s", "")}, gw.URL)
+	var re *RemoteError
+	if _, _, err := r.Tools(t.Context(), false); !errors.As(err, &re) || re.ByFunction || re.Message != "Forbidden" || !errors.Is(err, ErrForbidden) {
+		t.Errorf("gateway refusal: %v (%+v)", err, re)
+	}
 	// No credentials to sign with is not "unavailable": retrying does not help.
-	r, _ := NewRemote(aws.Config{Region: "us-east-1", Credentials: aws.AnonymousCredentials{}}, "http://127.0.0.1:1")
+	r, _ = NewRemote(aws.Config{Region: "us-east-1", Credentials: aws.AnonymousCredentials{}}, "http://127.0.0.1:1")
 	r.hc = SignedClient(aws.Config{Region: "us-east-1", Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{}, errors.New("no profile")
 	})})
