@@ -99,7 +99,8 @@ func Env(t testing.TB) []string {
 			env = append(env, "AWS_SESSION_TOKEN="+tok)
 		}
 	} else {
-		env = append(env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+		c := admin()
+		env = append(env, "AWS_ACCESS_KEY_ID="+c.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+c.SecretAccessKey)
 	}
 	return env
 }
@@ -113,13 +114,18 @@ func region() string {
 
 // Config returns an aws.Config for Endpoint. With AWS_ENDPOINT_URL it loads the default
 // chain (static test credentials when none are set, as LocalStack accepts any); for moto it
-// uses static test credentials. The SDK's default HTTP client is kept: replacing it while
+// signs as the harness's administrator (iam.go): what deploys the resources. A function
+// under test runs as its role instead (Role). The SDK's default HTTP client is kept: replacing it while
 // AWS_CA_BUNDLE is set makes LoadDefaultConfig panic.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	ep := Endpoint(t)
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region())}
-	if !External() || os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+	switch {
+	case !External():
+		c := admin()
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, "")))
+	case os.Getenv("AWS_ACCESS_KEY_ID") == "":
 		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
@@ -192,12 +198,16 @@ func launch(bin string, port int) (*moto, error) {
 		m.kill(exited)
 		return nil, err
 	}
+	if err := enableIAM(target.String()); err != nil {
+		m.kill(exited)
+		return nil, fmt.Errorf("moto_server: enforce IAM: %w", err)
+	}
 	go func() { err := <-exited; _ = err }() // reap; stop() signals by PID
 	return m, nil
 }
 
 // serveProxy puts a loopback reverse proxy in front of moto that forwards one request at a
-// time. moto_server serves each request on its own thread, and its TransactWriteItems takes
+// time, through the guard (guard.go: IAM for DynamoDB, DynamoDB's limits, S3's 403). moto_server serves each request on its own thread, and its TransactWriteItems takes
 // no lock: it evaluates every condition, applies the writes, and on cancellation restores a
 // deep copy of the whole table taken when it began. Two concurrent transactions can then both
 // pass a condition, or one's rollback can erase the other's committed writes. DynamoDB itself
@@ -209,12 +219,13 @@ func (m *moto) serveProxy(target *url.URL) error {
 		return fmt.Errorf("listen for the moto proxy: %w", err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
+	g := &guard{motoURL: target.String()}
 	var one sync.Mutex
 	m.proxy = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			one.Lock()
 			defer one.Unlock()
-			rp.ServeHTTP(w, r)
+			g.serve(w, r, rp.ServeHTTP)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

@@ -13,7 +13,9 @@
 package kmstest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,7 +81,7 @@ func Endpoint(t testing.TB) string {
 			t.Fatalf("kmstest: %v", err)
 		}
 		dbDir = dir
-		lkconfig.AWSRegion, lkconfig.AWSAccountId, lkconfig.DatabasePath = region(), "111122223333", dir
+		lkconfig.AWSRegion, lkconfig.AWSAccountId, lkconfig.DatabasePath = region(), awstest.Account, dir
 		db = lkdata.NewDatabase(dir)
 		log := logrus.New()
 		log.SetLevel(logrus.PanicLevel) // local-kms logs every request at info
@@ -88,13 +90,25 @@ func Endpoint(t testing.TB) string {
 	return srv.URL
 }
 
-// serve dispatches one KMS JSON request to local-kms's handler, as its own server does.
+// serve dispatches one KMS JSON request to local-kms's handler, as its own server does,
+// once awstest.KMSAuthorize has allowed it: the caller's identity and the key's policy,
+// as KMS checks them (local-kms checks neither), and KMS's input limits.
 func serve(w http.ResponseWriter, r *http.Request, log *logrus.Logger) {
 	target := strings.Split(r.Header.Get("X-Amz-Target"), ".")
 	if r.Method != http.MethodPost || len(target) < 2 {
 		http.Error(w, "not a KMS request", http.StatusBadRequest)
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "read the request", http.StatusBadRequest)
+		return
+	}
+	if e := awstest.KMSAuthorize(r, body); e != nil {
+		e.Write(w)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	h := lkhandler.NewRequestHandler(r, log, db)
 	m := reflect.ValueOf(h).MethodByName(target[1])
 	if !m.IsValid() {
@@ -114,7 +128,10 @@ func region() string {
 	return awstest.Region
 }
 
-// Config returns an aws.Config whose KMS calls reach Endpoint (other services are not
+// adminKey is the access key of Config's KMS-only administrator.
+const adminKey = "AKIAKMSTESTADMIN0000"
+
+// Config returns an aws.Config whose KMS calls reach Endpoint, signed as an administrator (other services are not
 // configured: use awstest.Config for DynamoDB and S3, and Options for the KMS client).
 func Config(t testing.TB) aws.Config {
 	t.Helper()
@@ -122,8 +139,9 @@ func Config(t testing.TB) aws.Config {
 	if os.Getenv("AWS_ENDPOINT_URL") != "" {
 		return awstest.Config(t)
 	}
+	awstest.RegisterIdentity(adminKey, "arn:aws:iam::"+awstest.Account+":user/kmstest-admin")
 	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(region()),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(adminKey, "kmstest", "")))
 	if err != nil {
 		t.Fatalf("kmstest: load AWS config: %v", err)
 	}
