@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
-	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
@@ -22,8 +21,9 @@ func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 // and tools (none yet), the audit export, a diff of an unknown tool (404), the sample decision (404: placeholder
 // digest), and the same request without an IAM principal (403).
 func TestColdStartAndEvents(t *testing.T) {
-	e := awsapptest.FunctionEnv(t)
-	cfg := awstest.Config(t)
+	d := awsapptest.Deploy(t)
+	e := d.FunctionEnv(t)
+	cfg := d.Config(t, "ApprovalsRole") // the function runs as its template role
 	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
-	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -20,8 +19,9 @@ func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 // TestColdStartAndEvents: main's cold start on the template's environment, then the
 // scheduled and manual events.
 func TestColdStartAndEvents(t *testing.T) {
-	e := awsapptest.FunctionEnv(t)
-	cfg := awstest.Config(t)
+	d := awsapptest.Deploy(t)
+	e := d.FunctionEnv(t)
+	cfg := d.Config(t, "CrawlRole") // the function runs as its template role
 	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}}, crawler.Config{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,8 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
-// stack is one pads table and the AWS config that reaches it.
+// stack is one pads table and the AWS config that reaches it, signed as the function's
+// role: template.yaml's PadsFunction policy, assumed (internal/awstest).
 type stack struct {
 	cfg   aws.Config
 	table string
@@ -41,7 +42,10 @@ func newStack(t *testing.T) stack {
 			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 5 * time.Millisecond, nil })
 		})
 	}
-	return stack{cfg: cfg, table: awstest.PadsTable(t, cfg)}
+	table := awstest.PadsTable(t, cfg)
+	role := awstest.Role(t, "PadsFunction", awstest.Resources{"PadsTable": table}).Config(t)
+	role.Retryer = cfg.Retryer
+	return stack{cfg: role, table: table}
 }
 
 // handler cold-starts the Lambda's handler function on the stack, as main does, with extra

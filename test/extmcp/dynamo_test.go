@@ -50,9 +50,12 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The processor runs as its ECS task role: infra/ecs's policy, assumed.
+	task := awstest.RoleWith(t, "ProcessorTaskRole", awstest.PolicyFile(t, "infra/ecs/processor-task-role-policy.json", map[string]string{
+		"AWS_REGION": awstest.Region, "AWS_ACCOUNT_ID": awstest.Account, "CATALOG_TABLE": table, "CONFIG_FILE_SYSTEM_ID": "fs-0", "CONFIG_ACCESS_POINT_ID": "fsap-0"}), nil)
 	calls := awstest.NewCalls()
 	reader, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Table: table,
-		Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware) })})
+		Client: dynamodb.NewFromConfig(task.Config(t), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware) })})
 	if err != nil {
 		t.Fatal(err)
 	}

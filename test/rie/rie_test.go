@@ -86,7 +86,9 @@ func TestHandoffUnderRIE(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := st.Size()
-	env := append(awstest.Env(t), "PADS_TABLE="+table, "LOCKER_LOG_LEVEL=warn")
+	// The function runs as its template role (PadsFunction's policy), as in a real account.
+	role := awstest.Role(t, "PadsFunction", awstest.Resources{"PadsTable": table})
+	env := append(role.Env(t), "PADS_TABLE="+table, "LOCKER_LOG_LEVEL=warn")
 	emu := rietest.Start(t, rie, bootstrap, env)
 	started := emu.Started
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
-	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
@@ -52,12 +51,15 @@ func TestEndToEndUnderRIE(t *testing.T) {
 		boot[fn] = rietest.Build(t, fn)
 	}
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": s.mcpURL, "allowPrivate": true}})
-	env := append(append(awstest.Env(t), kmstest.Env(t)...),
-		"CATALOG_TABLE="+s.c.CatalogTable, "AUDIT_KMS_KEY="+s.c.LogKey, "CRAWL_ROLE_ARN="+crawlRole, "CHECKPOINT_BUCKET="+s.c.CheckpointBucket,
-		"CHECKPOINT_S3_PATH_STYLE=1", "TOOLWARRANT_SERVERS="+string(servers), "CRAWL_DEADLINE_MARGIN=2s")
-	crawlFn := rietest.Start(t, bin, boot["crawl"], env)
-	apiFn := rietest.Start(t, bin, boot["approvals"], env)
-	cpFn := rietest.Start(t, bin, boot["checkpoint"], env)
+	// Each function runs as its template role: the credentials of its assumed session.
+	env := func(role string) []string {
+		return append(append(s.dep.Roles[role].Env(t), kmstest.Env(t)...),
+			"CATALOG_TABLE="+s.c.CatalogTable, "AUDIT_KMS_KEY="+s.c.LogKey, "CRAWL_ROLE_ARN="+crawlRole, "CHECKPOINT_BUCKET="+s.c.CheckpointBucket,
+			"CHECKPOINT_S3_PATH_STYLE=1", "TOOLWARRANT_SERVERS="+string(servers), "CRAWL_DEADLINE_MARGIN=2s")
+	}
+	crawlFn := rietest.Start(t, bin, boot["crawl"], env("CrawlRole"))
+	apiFn := rietest.Start(t, bin, boot["approvals"], env("ApprovalsRole"))
+	cpFn := rietest.Start(t, bin, boot["checkpoint"], env("CheckpointRole"))
 
 	var res awsapp.CrawlResult
 	invoke(t, crawlFn, json.RawMessage(testenv.Event(t, "crawl-scheduled.json")), &res)

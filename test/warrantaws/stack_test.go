@@ -25,6 +25,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
@@ -32,7 +33,6 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
-	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -44,12 +44,26 @@ const (
 	alice     = "arn:aws:sts::123456789012:assumed-role/toolwarrant-approver/alice@example.com"
 )
 
-// stack is one catalog table, KMS key and checkpoint bucket, and a fixture MCP server.
+// stack is one deployment (catalog table, KMS key, checkpoint bucket, the three function
+// roles: awsapptest.Deploy) and a fixture MCP server. cfg is the administrator's (what
+// the oracle reads with); each function runs as its role.
 type stack struct {
 	cfg    aws.Config
+	dep    *awsapptest.Deployment
 	c      config.WarrantAWS
 	mcp    *fixture.Server
 	mcpURL string
+}
+
+// withRetryer gives cfg a short, bounded retry policy.
+func withRetryer(cfg aws.Config) aws.Config {
+	cfg.Retryer = func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 3
+			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 5 * time.Millisecond, nil })
+		})
+	}
+	return cfg
 }
 
 func tool(name, desc string) string {
@@ -58,20 +72,13 @@ func tool(name, desc string) string {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	cfg := awstest.Config(t)
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = 3
-			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 5 * time.Millisecond, nil })
-		})
-	}
-	table := awstest.CreateTable(t, cfg, "CatalogTable")
-	key := kmstest.CreateKey(t, kms.NewFromConfig(cfg, kmstest.Options(t)))
-	bucket := s3test.CreateBucket(t, cfg)
+	cfg := withRetryer(awstest.Config(t))
+	dep := awsapptest.Deploy(t)
+	table, key, bucket := dep.Table, dep.Key, dep.Bucket
 	mcp := fixture.New(tool("get_forecast", "Forecast for a city."), tool("get_alerts", "Weather alerts for a city."))
 	srv := httptest.NewServer(mcp)
 	t.Cleanup(srv.Close)
-	s := &stack{cfg: cfg, mcp: mcp, mcpURL: srv.URL + "/mcp"}
+	s := &stack{cfg: cfg, dep: dep, mcp: mcp, mcpURL: srv.URL + "/mcp"}
 	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
 		DeadlineMargin: time.Second, Servers: []warrant.Server{{Name: "weather", URL: s.mcpURL, AllowPrivate: true}}}
 	return s
@@ -85,7 +92,13 @@ func (s *stack) opts(t testing.TB, o awsapp.WarrantOptions) awsapp.WarrantOption
 
 func (s *stack) warrant(t testing.TB, identity string, o awsapp.WarrantOptions) *awsapp.Warrant {
 	t.Helper()
-	w, err := awsapp.NewWarrant(t.Context(), s.cfg, s.c, identity, slog.New(slog.DiscardHandler), s.opts(t, o))
+	// Each function as its role; anything else (the tests' reader and checkpointer) as
+	// the checkpoint role, which reads the catalog and writes checkpoints.
+	role := map[string]string{crawlRole: "CrawlRole", "approvals": "ApprovalsRole"}[identity]
+	if role == "" {
+		role = "CheckpointRole"
+	}
+	w, err := awsapp.NewWarrant(t.Context(), withRetryer(s.dep.Config(t, role)), s.c, identity, slog.New(slog.DiscardHandler), s.opts(t, o))
 	if err != nil {
 		t.Fatalf("NewWarrant: %v", err)
 	}

@@ -1,5 +1,8 @@
 // Package awsapptest gives the toolwarrant Lambda mains' tests (functions/crawl,
-// approvals, checkpoint) the environment template.yaml sets, on fresh resources.
+// approvals, checkpoint) and the suites that run them together (test/warrantaws) a
+// deployment shaped by template.yaml: fresh resources, and each function's role as an
+// assumed session of exactly its template statements (internal/awstest), so a call a
+// real account would refuse is refused here.
 package awsapptest
 
 import (
@@ -7,6 +10,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
@@ -15,19 +19,54 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 )
 
-// CrawlRole is the crawl role ARN FunctionEnv configures.
-const CrawlRole = "arn:aws:iam::123456789012:role/dev-toolwarrant-crawl"
+// Deployment is one test's toolwarrant resources (catalog table, KMS log key, checkpoint
+// bucket) and the three function roles, with the log key's template policy in force.
+type Deployment struct {
+	// Res maps template logical IDs to the test's resources and roles.
+	Res awstest.Resources
+	// Table, Key and Bucket are CatalogTable's name, LogKey's ARN and CheckpointBucket's name.
+	Table, Key, Bucket string
+	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole.
+	Roles map[string]*awstest.Principal
+}
 
-// FunctionEnv is a toolwarrant function's environment on a fresh catalog table, KMS key
-// and checkpoint bucket (moto, kmstest), as template.yaml sets it, with one fixture MCP
-// server on loopback in TOOLWARRANT_SERVERS.
-func FunctionEnv(t *testing.T) map[string]string {
+// Deploy creates the resources (as the administrator, as CloudFormation would) and the
+// roles, and applies the key policy.
+func Deploy(t testing.TB) *Deployment {
 	t.Helper()
 	cfg := awstest.Config(t)
+	d := &Deployment{Res: awstest.Resources{}, Roles: map[string]*awstest.Principal{}}
+	d.Table = awstest.CreateTable(t, cfg, "CatalogTable")
+	d.Key = kmstest.CreateKey(t, kms.NewFromConfig(kmstest.Config(t), kmstest.Options(t)))
+	d.Bucket = s3test.CreateBucket(t, cfg)
+	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"] = d.Table, d.Key, d.Bucket
+	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"} {
+		d.Roles[role] = awstest.Role(t, role, d.Res)
+	}
+	awstest.ApplyKeyPolicy(t, "LogKey", d.Res)
+	return d
+}
+
+// Config returns an aws.Config signed as role (CrawlRole, ApprovalsRole, CheckpointRole).
+func (d *Deployment) Config(t testing.TB, role string) aws.Config {
+	t.Helper()
+	p, ok := d.Roles[role]
+	if !ok {
+		t.Fatalf("awsapptest: no role %s", role)
+	}
+	return p.Config(t)
+}
+
+// CrawlRoleARN is what template.yaml sets CRAWL_ROLE_ARN to: the crawl role's ARN.
+func (d *Deployment) CrawlRoleARN() string { return d.Roles["CrawlRole"].RoleARN }
+
+// FunctionEnv is a toolwarrant function's environment on d, as template.yaml sets it,
+// with one fixture MCP server on loopback in TOOLWARRANT_SERVERS.
+func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
+	t.Helper()
 	srv := httptest.NewServer(fixture.New(`{"name":"get_forecast","description":"Forecast.","inputSchema":{"type":"object"}}`))
 	t.Cleanup(srv.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": srv.URL + "/mcp", "allowPrivate": true}})
-	return map[string]string{"CATALOG_TABLE": awstest.CreateTable(t, cfg, "CatalogTable"), "AUDIT_KMS_KEY": kmstest.CreateKey(t, kms.NewFromConfig(cfg, kmstest.Options(t))),
-		"CHECKPOINT_BUCKET": s3test.CreateBucket(t, cfg), "CHECKPOINT_S3_PATH_STYLE": "1", "CRAWL_ROLE_ARN": CrawlRole,
-		"TOOLWARRANT_SERVERS": string(servers)}
+	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
+		"CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
 }
