@@ -23,6 +23,7 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("VersionsPutIfAbsent", func(t *testing.T) { testVersionsPutIfAbsent(t, newCatalog(t)) })
 	t.Run("InvalidRecords", func(t *testing.T) { testInvalid(t, newCatalog(t)) })
 	t.Run("ToolRecords", func(t *testing.T) { testToolRecords(t, newCatalog(t)) })
+	t.Run("ServerTools", func(t *testing.T) { testServerTools(t, newCatalog(t)) })
 	t.Run("GatewayObservations", func(t *testing.T) { testGatewayObservations(t, newCatalog(t)) })
 	t.Run("GatewayRacesCrawl", func(t *testing.T) { testGatewayRace(t, newCatalog(t)) })
 	t.Run("ServiceObserveGateway", func(t *testing.T) { testServiceObserveGateway(t, newCatalog(t)) })
@@ -289,6 +290,55 @@ func testToolRecords(t *testing.T, c warrant.Catalog) {
 	if err != nil || len(props) != 2 || props[0].Tool != "a" || props[0].Digest != dA2 || props[1].Tool != "gone" {
 		t.Errorf("pending proposals = %+v, %v; want a@A2 and gone", props, err)
 	}
+}
+
+// testServerTools: ServerTools is Tools restricted to one server, for a server with
+// crawled, approved, removed and gateway-observed tools among others; empty for a server
+// without tools; ErrNotFound for an unknown one.
+func testServerTools(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	for _, name := range []string{"a", "ab", "b", "empty"} {
+		mustAdd(t, c, server(name))
+	}
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("a", 1, known, "x", "X", "y", "Y", "z", "Z"))
+	mustRecord(t, c, crawl("ab", 1, known, "x", "X"))
+	mustRecord(t, c, crawl("b", 1, known, "w", "W", "x", "X2"))
+	_, dX := Def("x", "X")
+	for _, srv := range []string{"a", "ab"} {
+		if err := c.Decide(ctx, warrant.Decision{Server: srv, Tool: "x", Digest: dX, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRecord(t, c, crawl("a", 2, known, "x", "X1", "y", "Y"))
+	mustRecord(t, c, gateway("a", 3, "g", "G", "y", "Y2"))
+	all, err := c.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range []string{"a", "ab", "b", "empty"} {
+		want := []warrant.ToolRecord{}
+		for _, r := range all {
+			if r.Server == srv {
+				want = append(want, r)
+			}
+		}
+		got, err := c.ServerTools(ctx, srv)
+		if err != nil {
+			t.Errorf("ServerTools(%s): %v", srv, err)
+			continue
+		}
+		if got == nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("ServerTools(%s) =\n%+v\nwant Tools' records of the server\n%+v", srv, got, want)
+		}
+	}
+	if got, _ := c.ServerTools(ctx, "a"); len(got) != 4 {
+		t.Errorf("ServerTools(a) = %+v; want g, x, y, z", got)
+	}
+	_, err = c.ServerTools(ctx, "nope")
+	wantErr(t, "ServerTools of an unknown server", err, warrant.ErrNotFound)
+	_, err = c.ServerTools(ctx, "bad name")
+	wantErr(t, "ServerTools of an invalid name", err, warrant.ErrNotFound)
 }
 
 func testDecide(t *testing.T, c warrant.Catalog) {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -65,10 +66,18 @@ type Catalog struct {
 	backoff  time.Duration
 	rand     io.Reader
 	log      *slog.Logger
+	// marked is set once the table is known to hold this version's format marker: read at
+	// construction, or written by a transaction of ours. Until then every write
+	// transaction carries the marker (see markerItem).
+	marked atomic.Bool
 }
 
-// NewCatalog checks the table's format marker (one consistent GetItem; a conditional
-// PutItem on a new table) and returns the catalog.
+// NewCatalog checks the table's format marker with one consistent GetItem and returns the
+// catalog. It never writes: a table without the marker is a new, empty catalog, and the
+// marker is written by the first write transaction (so roles that may only read the
+// table — the checkpoint function, the ExtMcp container — can open it before anything
+// was written). A table recording another format is refused, here or, if the marker
+// appears later, by that write.
 func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if cfg.Client == nil || cfg.Table == "" {
 		return nil, errors.New("dynamostore: CatalogConfig.Client and Table are required")
@@ -86,28 +95,36 @@ func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	key := keyOf("SCHEMA", "SCHEMA")
-	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: key, ConsistentRead: aws.Bool(true)})
+	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: keyOf(pkSchema, pkSchema), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, cclassify("read format marker of "+cfg.Table, err)
 	}
-	if out.Item == nil {
-		_, err = c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: c.table, Item: with(key, "version", str(CatalogFormatVersion)),
-			ConditionExpression: aws.String("attribute_not_exists(pk)")})
-		if err != nil && !condFailed(err) {
-			return nil, cclassify("write format marker of "+cfg.Table, err)
+	if out.Item != nil {
+		if v := sval(out.Item, "version"); v != CatalogFormatVersion {
+			return nil, foreignFormat(cfg.Table, v)
 		}
-		if err == nil {
-			return c, nil
-		}
-		if out, err = c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: key, ConsistentRead: aws.Bool(true)}); err != nil {
-			return nil, cclassify("read format marker of "+cfg.Table, err)
-		}
-	}
-	if v := sval(out.Item, "version"); v != CatalogFormatVersion {
-		return nil, fmt.Errorf("dynamostore: table %s records format %q, not %q: it is not a toolwarrant catalog of this version", cfg.Table, v, CatalogFormatVersion)
+		c.marked.Store(true)
 	}
 	return c, nil
+}
+
+func foreignFormat(table, v string) error {
+	return fmt.Errorf("dynamostore: table %s records format %q, not %q: it is not a toolwarrant catalog of this version", table, v, CatalogFormatVersion)
+}
+
+// markerItem is the format marker's put, carried by every write transaction until one
+// commits: created if absent, kept if it records this version, and the whole write
+// cancelled if it records another (a table of another format, or of a later version,
+// is never written by this one). Nil once the marker is known to be there.
+func (c *Catalog) markerItem() *txItem {
+	if c.marked.Load() {
+		return nil
+	}
+	return &txItem{role: roleMarker, item: types.TransactWriteItem{Put: &types.Put{TableName: c.table,
+		Item:                                with(keyOf(pkSchema, pkSchema), "version", str(CatalogFormatVersion)),
+		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR version = :v"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": str(CatalogFormatVersion)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}
 }
 
 // Keys.
@@ -511,9 +528,14 @@ func approvalOf(item map[string]types.AttributeValue) approvalState {
 	return a
 }
 
-// approvals reads the APPROVALS partition: server → tool → state.
-func (c *Catalog) approvals(ctx context.Context) (map[string]map[string]approvalState, error) {
-	items, err := c.query(ctx, "list approvals", pkApprovals, "", "", "")
+// approvals reads the APPROVALS partition, or only server's items when server is set:
+// server → tool → state.
+func (c *Catalog) approvals(ctx context.Context, server string) (map[string]map[string]approvalState, error) {
+	prefix := ""
+	if server != "" {
+		prefix = server + "#" // server names hold no '#': the prefix is the server's alone
+	}
+	items, err := c.query(ctx, "list approvals", pkApprovals, prefix, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -528,17 +550,18 @@ func (c *Catalog) approvals(ctx context.Context) (map[string]map[string]approval
 	return out, nil
 }
 
-// Tools implements warrant.Catalog: one Query of the servers, one GetItem of each
-// server's index and one Query of the approvals. A tool is listed once it has a version or
-// a gateway record observed a digest of it. The reads are strongly consistent but
-// not one snapshot: a decision or crawl committed between them shows in one and not the
-// other (the service re-reads before any write, and every write is check-and-set).
+// Tools implements warrant.Catalog: one Query of the servers (which carry each server's
+// last SourceCrawl), one Query of the approvals and one GetItem of each server's index.
+// A tool is listed once it has a version or a gateway record observed a digest of it.
+// The reads are strongly consistent but not one snapshot: a decision or crawl committed
+// between them shows in one and not the other (the service re-reads before any write,
+// and every write is check-and-set).
 func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 	servers, err := c.Servers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	aps, err := c.approvals(ctx)
+	aps, err := c.approvals(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -548,24 +571,45 @@ func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		lsc := int64(0)
-		if srvItem, err := c.get(ctx, "read server "+s.Name, pkServers, skServer(s.Name)); err == nil && srvItem != nil {
-			lsc = nval(srvItem, "last_source_crawl")
-		} else if err != nil {
-			return nil, err
-		}
-		names := make([]string, 0, len(ix.Tools))
-		for n, t := range ix.Tools {
-			if len(t.Versions) > 0 || t.GSeen {
-				names = append(names, n)
-			}
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			out = append(out, ix.Tools[n].record(s.Name, n, lsc, aps[s.Name][n]))
-		}
+		out = append(out, ix.records(s.Name, s.LastSourceCrawl, aps[s.Name])...)
 	}
 	return out, nil
+}
+
+// ServerTools implements warrant.Catalog: one GetItem of the server, one of its index and
+// one Query of its approvals (the APPROVALS items whose sort key begins with
+// "<server>#"), however many servers the catalog holds.
+func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
+	srv, err := c.Server(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := c.index(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	aps, err := c.approvals(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	return ix.records(server, srv.LastSourceCrawl, aps[server]), nil
+}
+
+// records derives the tool records of one server from its index, its last SourceCrawl lsc
+// and its tools' approval states, sorted by tool.
+func (ix *index) records(server string, lsc int64, aps map[string]approvalState) []warrant.ToolRecord {
+	names := make([]string, 0, len(ix.Tools))
+	for n, t := range ix.Tools {
+		if len(t.Versions) > 0 || t.GSeen {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	out := make([]warrant.ToolRecord, 0, len(names))
+	for _, n := range names {
+		out = append(out, ix.Tools[n].record(server, n, lsc, aps[n]))
+	}
+	return out
 }
 
 // Proposals implements warrant.Catalog: the servers, their indexes and the approvals.
@@ -574,7 +618,7 @@ func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
 	if err != nil {
 		return nil, err
 	}
-	aps, err := c.approvals(ctx)
+	aps, err := c.approvals(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +667,7 @@ func (c *Catalog) Decisions(ctx context.Context, server, tool string) ([]warrant
 
 // Approvals implements warrant.Catalog: one Query of the APPROVALS partition.
 func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
-	aps, err := c.approvals(ctx)
+	aps, err := c.approvals(ctx, "")
 	if err != nil {
 		return nil, err
 	}

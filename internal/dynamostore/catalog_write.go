@@ -54,6 +54,7 @@ const (
 	roleHead
 	roleApproval
 	roleVersion
+	roleMarker
 )
 
 type txItem struct {
@@ -74,7 +75,14 @@ type txResult struct {
 // cancellation only for TransactionConflict or throttling wrote nothing and is re-sent
 // after a jittered pause (at most MaxTxAttempts in all), then ErrUnavailable. A
 // cancellation for failed conditions is returned as a txResult for the caller to map.
+//
+// Until the table is known to hold the format marker, the marker's put rides along (see
+// markerItem); a marker of another version cancels the write with an error.
 func (c *Catalog) transact(ctx context.Context, op, wid string, items []txItem) (*txResult, error) {
+	marker := c.markerItem()
+	if marker != nil {
+		items = append(slices.Clip(items), *marker)
+	}
 	if len(items) > maxTxItems {
 		return nil, fmt.Errorf("%s: %w: the write needs %d items, more than the %d one DynamoDB transaction holds", op, warrant.ErrInvalid, len(items), maxTxItems)
 	}
@@ -87,6 +95,9 @@ func (c *Catalog) transact(ctx context.Context, op, wid string, items []txItem) 
 		in.ClientRequestToken = aws.String(fmt.Sprintf("%s-%d", wid, attempt))
 		_, err := c.db.TransactWriteItems(ctx, in)
 		if err == nil {
+			if marker != nil {
+				c.marked.Store(true)
+			}
 			return nil, nil
 		}
 		var tce *types.TransactionCanceledException
@@ -113,7 +124,13 @@ func (c *Catalog) transact(ctx context.Context, op, wid string, items []txItem) 
 				return nil, fmt.Errorf("%s: transaction cancelled: %s: %v", op, code, err)
 			}
 		}
+		if res.failed[roleMarker] {
+			return nil, fmt.Errorf("%s: %w", op, foreignFormat(aws.ToString(c.table), sval(res.old[roleMarker], "version")))
+		}
 		if res.own {
+			if marker != nil {
+				c.marked.Store(true)
+			}
 			return nil, nil // an earlier attempt of this very write committed
 		}
 		if len(res.failed) > 0 {
@@ -385,7 +402,7 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 	// put with attribute_not_exists and staged = true, invisible (Version, Versions) until
 	// the index written by the transaction lists them. A crawl that then fails leaves only
 	// invisible orphans, which the next crawl of the same digest adopts (same bytes).
-	budget := maxTxItems - len(items) - len(aud)
+	budget := maxTxItems - len(items) - len(aud) - 1 // one for the format marker, if it must ride along
 	if budget < 0 {
 		budget = 0
 	}

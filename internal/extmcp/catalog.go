@@ -10,10 +10,11 @@ import (
 )
 
 // CatalogSource adapts the toolwarrant catalog port to [Source]. One snapshot is one
-// Tools read (the port reads it consistently): a tool's approved digest is
-// ToolRecord.Approved, its crawled digest ToolRecord.Current when the server's last crawl
-// listed it (a REMOVED tool has none). A tool without an approval — every tool until a
-// person approves one — is denied: fail-closed by construction.
+// ServerTools read of the one server asked for (its cost does not grow with the servers
+// the catalog holds): a tool's approved digest is ToolRecord.Approved, its crawled digest
+// ToolRecord.Current when the server's last crawl listed it (a REMOVED tool has none). A
+// tool without an approval — every tool until a person approves one — is denied:
+// fail-closed by construction.
 type CatalogSource struct {
 	Catalog warrant.Catalog
 }
@@ -24,9 +25,12 @@ var _ Source = CatalogSource{}
 // server; ErrUnavailable (wrapping the catalog's error) for any other failure.
 func (c CatalogSource) Snapshot(ctx context.Context, server string) (Snapshot, error) {
 	started := time.Now()
-	recs, err := c.Catalog.Tools(ctx)
+	recs, err := c.Catalog.ServerTools(ctx, server)
+	if errors.Is(err, warrant.ErrNotFound) {
+		return Snapshot{}, fmt.Errorf("server %q: %w", server, ErrUnknownServer)
+	}
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("%w: read tools: %w", ErrUnavailable, err)
+		return Snapshot{}, fmt.Errorf("%w: read tools of %q: %w", ErrUnavailable, server, err)
 	}
 	s := Snapshot{Server: server, Tools: map[string]ToolEvidence{}, ReadAt: started}
 	for _, r := range recs {
@@ -38,13 +42,6 @@ func (c CatalogSource) Snapshot(ctx context.Context, server string) (Snapshot, e
 			ev.Crawled = string(r.Current)
 		}
 		s.Tools[r.Tool] = ev
-	}
-	if len(s.Tools) == 0 {
-		if _, err := c.Catalog.Server(ctx, server); errors.Is(err, warrant.ErrNotFound) {
-			return Snapshot{}, fmt.Errorf("server %q: %w", server, ErrUnknownServer)
-		} else if err != nil {
-			return Snapshot{}, fmt.Errorf("%w: read server %q: %w", ErrUnavailable, server, err)
-		}
 	}
 	return s, nil
 }

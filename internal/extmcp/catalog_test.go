@@ -3,6 +3,7 @@ package extmcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,20 +12,28 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// fakeCatalog implements the two reads CatalogSource makes; any other method panics.
+// fakeCatalog implements the one read CatalogSource makes; any other method panics.
 type fakeCatalog struct {
 	warrant.Catalog
 	tools   func(context.Context) ([]warrant.ToolRecord, error)
 	servers map[string]bool
 }
 
-func (f fakeCatalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) { return f.tools(ctx) }
-
-func (f fakeCatalog) Server(_ context.Context, name string) (warrant.Server, error) {
-	if !f.servers[name] {
-		return warrant.Server{}, warrant.ErrNotFound
+func (f fakeCatalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
+	recs, err := f.tools(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return warrant.Server{Name: name}, nil
+	if !f.servers[server] {
+		return nil, fmt.Errorf("server %q: %w", server, warrant.ErrNotFound)
+	}
+	var out []warrant.ToolRecord
+	for _, r := range recs {
+		if r.Server == server {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func TestCatalogSource(t *testing.T) {

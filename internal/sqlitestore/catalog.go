@@ -46,6 +46,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -627,17 +628,18 @@ func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.Ver
 // records combine by record number (warrant.ToolRecord): a tool is one with a version or
 // with a digest observed by a gateway record; its current observation is that of the
 // highest-numbered record of either source that observed it (lasto); the server's last
-// crawl (lastc) and the previous digest count source 'crawl' records only.
+// crawl (lastc) and the previous digest count source 'crawl' records only. Each "/*S*/"
+// becomes a condition on the server (serverToolsQuery) or nothing (allToolsQuery).
 const toolsQuery = `
-WITH v AS (SELECT server, tool, COUNT(*) AS n FROM versions GROUP BY server, tool),
+WITH v AS (SELECT server, tool, COUNT(*) AS n FROM versions WHERE 1 /*S*/ GROUP BY server, tool),
 g AS (SELECT DISTINCT o.server, o.tool FROM observations o
       JOIN crawls c ON c.server = o.server AND c.seq = o.seq AND c.source = 'gateway'
-      WHERE o.digest IS NOT NULL),
+      WHERE o.digest IS NOT NULL /*S o.*/),
 t AS (SELECT server, tool, n FROM v
       UNION ALL
       SELECT g.server, g.tool, 0 FROM g WHERE NOT EXISTS (SELECT 1 FROM v WHERE v.server = g.server AND v.tool = g.tool)),
-lastc AS (SELECT server, MAX(seq) AS seq FROM crawls WHERE source = 'crawl' GROUP BY server),
-lasto AS (SELECT server, tool, MAX(seq) AS seq FROM observations GROUP BY server, tool)
+lastc AS (SELECT server, MAX(seq) AS seq FROM crawls WHERE source = 'crawl' /*S*/ GROUP BY server),
+lasto AS (SELECT server, tool, MAX(seq) AS seq FROM observations WHERE 1 /*S*/ GROUP BY server, tool)
 SELECT t.server, t.tool, t.n, COALESCE(lo.seq, 0), COALESCE(lc.seq, 0),
        COALESCE(o.digest, ''), COALESCE(o.refused, ''), COALESCE(c.source, ''), COALESCE(a.digest, ''),
        COALESCE((SELECT d.kind FROM decisions d WHERE d.server = t.server AND d.tool = t.tool AND d.digest = o.digest ORDER BY d.id DESC LIMIT 1), ''),
@@ -652,11 +654,29 @@ LEFT JOIN crawls c ON c.server = t.server AND c.seq = lo.seq
 LEFT JOIN approvals a ON a.server = t.server AND a.tool = t.tool
 ORDER BY t.server, t.tool`
 
+var (
+	allToolsQuery    = strings.NewReplacer("/*S o.*/", "", "/*S*/", "").Replace(toolsQuery)
+	serverToolsQuery = strings.NewReplacer("/*S o.*/", "AND o.server = @server", "/*S*/", "AND server = @server").Replace(toolsQuery)
+)
+
 // Tools implements warrant.Catalog.
 func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
-	rows, err := c.r.QueryContext(ctx, toolsQuery)
+	return c.tools(ctx, "list tools", allToolsQuery)
+}
+
+// ServerTools implements warrant.Catalog: the server, then Tools' statement restricted to
+// it (a server is never removed, so the two reads agree).
+func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
+	if _, err := c.Server(ctx, server); err != nil {
+		return nil, err
+	}
+	return c.tools(ctx, "list tools of "+server, serverToolsQuery, sql.Named("server", server))
+}
+
+func (c *Catalog) tools(ctx context.Context, op, query string, args ...any) ([]warrant.ToolRecord, error) {
+	rows, err := c.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, cwrap("list tools", err)
+		return nil, cwrap(op, err)
 	}
 	defer rows.Close()
 	out := []warrant.ToolRecord{}
@@ -664,12 +684,12 @@ func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 		var r warrant.ToolRecord
 		var cur, src, appr, kind, prev string
 		if err := rows.Scan(&r.Server, &r.Tool, &r.Versions, &r.LastCrawl, &r.ServerLastCrawl, &cur, &r.Refused, &src, &appr, &kind, &prev); err != nil {
-			return nil, cwrap("list tools", err)
+			return nil, cwrap(op, err)
 		}
 		r.Current, r.CurrentSource, r.Approved, r.CurrentDecision, r.Previous = warrant.Digest(cur), warrant.Source(src), warrant.Digest(appr), warrant.DecisionKind(kind), warrant.Digest(prev)
 		out = append(out, r)
 	}
-	return out, cwrap("list tools", rows.Err())
+	return out, cwrap(op, rows.Err())
 }
 
 // Proposals implements warrant.Catalog.

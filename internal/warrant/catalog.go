@@ -64,6 +64,12 @@ type Catalog interface {
 	// records only; Previous looks at SourceCrawl observations only (see ToolRecord).
 	Tools(ctx context.Context) ([]ToolRecord, error)
 
+	// ServerTools returns the records Tools returns for one server's tools (sorted by
+	// tool; empty for a server with none), reading only that server's state: what the
+	// gateway processor refreshes for each server it serves. ErrNotFound for an unknown
+	// server.
+	ServerTools(ctx context.Context, server string) ([]ToolRecord, error)
+
 	// Proposals returns the pending proposals (no decision names their digest), sorted by
 	// server, tool, then the order they were opened.
 	Proposals(ctx context.Context) ([]Proposal, error)

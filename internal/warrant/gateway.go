@@ -47,15 +47,13 @@ func (s *Service) ObserveGateway(ctx context.Context, server string, at time.Tim
 		if err != nil {
 			return nil, err
 		}
-		tools, err := s.cat.Tools(ctx)
+		tools, err := s.cat.ServerTools(ctx, server)
 		if err != nil {
 			return nil, err
 		}
 		byTool := map[string]ToolRecord{}
 		for _, t := range tools {
-			if t.Server == server {
-				byTool[t.Tool] = t
-			}
+			byTool[t.Tool] = t
 		}
 		var last []Observation // the server's last record, when it is a gateway record
 		if srv.LastCrawl > 0 {

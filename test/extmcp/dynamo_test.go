@@ -3,6 +3,9 @@ package extmcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -98,4 +101,67 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 		}
 	}
 	t.Logf("DynamoDB calls for start-up and one snapshot: %v", counts)
+}
+
+// TestRefreshReadsOnDynamoDB: one refresh of one served server reads that server's state
+// only — a fixed number of calls however many servers the catalog holds — and Tools reads
+// each server's index once, with no second read of an item it already has.
+func TestRefreshReadsOnDynamoDB(t *testing.T) {
+	cfg := awstest.Config(t)
+	table := awstest.CreateTable(t, cfg, "CatalogTable")
+	ctx := t.Context()
+	writer, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(cfg), Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	const servers = 6
+	for i := range servers {
+		name := fmt.Sprintf("s%d", i)
+		if err := writer.AddServer(ctx, warrant.Server{Name: name, URL: "https://" + name + ".example.com/mcp", AddedAt: now, AddedBy: "ops"}, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+		rec := warrant.CrawlRecord{Crawl: warrant.Crawl{Server: name, Seq: 1, Source: warrant.SourceCrawl, StartedAt: now, FinishedAt: now, By: "crawler"}}
+		for _, tool := range []string{"a", "b", "c"} {
+			d, c, _ := warrant.DigestTool([]byte(`{"name":"` + tool + `","inputSchema":{"type":"object"}}`))
+			rec.Crawl.Observations = append(rec.Crawl.Observations, warrant.Observation{Tool: tool, Digest: d})
+			rec.Versions = append(rec.Versions, warrant.Version{Server: name, Tool: tool, Digest: d, Canonical: c, FirstSeenAt: now, FirstSeenBy: "crawler", FirstCrawl: 1})
+		}
+		if err := writer.RecordCrawl(ctx, rec, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+		a := rec.Versions[0]
+		if err := writer.Decide(ctx, warrant.Decision{Server: name, Tool: a.Tool, Digest: a.Digest, Kind: warrant.DecisionApproved, Actor: "approver", At: now}, warrant.AuditAppend{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := awstest.NewCalls()
+	reader, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Table: table,
+		Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Take()
+	snap, err := extmcp.CatalogSource{Catalog: reader}.Snapshot(ctx, "s3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Tools) != 3 || snap.Tools["a"].Approved == "" || snap.Tools["b"].Approved != "" || snap.Tools["c"].Crawled == "" {
+		t.Errorf("snapshot of s3 = %+v", snap.Tools)
+	}
+	got := calls.Take()
+	if want := map[string]int{"GetItem": 2, "Query": 1}; !maps.Equal(got, want) {
+		t.Errorf("one refresh of one server of %d: calls %v, want %v (the server, its index, its approvals)", servers, got, want)
+	}
+	t.Logf("DynamoDB calls per refresh of one served server, catalog of %d servers: %v", servers, got)
+	if _, err := reader.Tools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = calls.Take()
+	if want := map[string]int{"GetItem": servers, "Query": 2}; !maps.Equal(got, want) {
+		t.Errorf("Tools of %d servers: calls %v, want %v (servers, approvals, each index once)", servers, got, want)
+	}
+	if _, err := (extmcp.CatalogSource{Catalog: reader}).Snapshot(ctx, "nope"); !errors.Is(err, extmcp.ErrUnknownServer) {
+		t.Errorf("snapshot of an unknown server: %v", err)
+	}
 }
