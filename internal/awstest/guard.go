@@ -358,7 +358,7 @@ var eqClause = regexp.MustCompile(`^\s*\(?\s*(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-
 // ("pk = :p AND begins_with(sk, :s)", "#pk = :p AND sk BETWEEN :a AND :b").
 func partitionOfQuery(hash, expr string, names map[string]string, values map[string]attr) (string, error) {
 	if expr == "" {
-		return "", fmt.Errorf("Query without KeyConditionExpression")
+		return "", fmt.Errorf("query without KeyConditionExpression")
 	}
 	// Split on AND outside BETWEEN … AND ….
 	clauses := regexp.MustCompile(`(?i)\s+AND\s+`).Split(expr, -1)
@@ -376,11 +376,11 @@ func partitionOfQuery(hash, expr string, names map[string]string, values map[str
 		}
 		v, ok := values[m[2]]
 		if !ok {
-			return "", fmt.Errorf("Query: %s has no value", m[2])
+			return "", fmt.Errorf("query: %s has no value", m[2])
 		}
 		return v.String(), nil
 	}
-	return "", fmt.Errorf("Query: no equality on the partition key %q in %q", hash, expr)
+	return "", fmt.Errorf("query: no equality on the partition key %q in %q", hash, expr)
 }
 
 // hashKey returns a table's partition key attribute, from moto (once per table).

@@ -63,7 +63,7 @@ func (a attr) size() (int, error) {
 			}
 			b, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
-				return 0, fmt.Errorf("B is not base64: %w", err)
+				return 0, fmt.Errorf("binary value is not base64: %w", err)
 			}
 			return len(b), nil
 		case "BOOL", "NULL":

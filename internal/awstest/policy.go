@@ -194,7 +194,7 @@ func condition(op string, want, got []string, present bool) (bool, error) {
 	op = strings.TrimSuffix(op, "IfExists")
 	if op == "Null" {
 		if len(want) != 1 || (want[0] != "true" && want[0] != "false") {
-			return false, fmt.Errorf("Null takes true or false, got %v", want)
+			return false, fmt.Errorf("operator Null takes true or false, got %v", want)
 		}
 		return (want[0] == "true") == (!present || len(got) == 0), nil
 	}
@@ -327,19 +327,19 @@ func statementOf(m map[string]any) (Statement, error) {
 		case "Condition":
 			cm, ok := v.(map[string]any)
 			if !ok {
-				return s, fmt.Errorf("Condition of type %T", v)
+				return s, fmt.Errorf("condition of type %T", v)
 			}
 			s.Condition = map[string]map[string][]string{}
 			for op, keys := range cm {
 				km, ok := keys.(map[string]any)
 				if !ok {
-					return s, fmt.Errorf("Condition.%s of type %T", op, keys)
+					return s, fmt.Errorf("condition %s of type %T", op, keys)
 				}
 				s.Condition[op] = map[string][]string{}
 				for key, vals := range km {
 					l, err := stringList(vals)
 					if err != nil {
-						return s, fmt.Errorf("Condition.%s.%s: %w", op, key, err)
+						return s, fmt.Errorf("condition %s %s: %w", op, key, err)
 					}
 					s.Condition[op][key] = l
 				}

@@ -157,7 +157,7 @@ func (r resolver) ref(id string) (any, error) {
 	}
 	rs, ok := r.tpl.Resources[id].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("Ref to unknown %q", id)
+		return nil, fmt.Errorf("reference to unknown %q", id)
 	}
 	phys, ok := r.res[id]
 	if !ok {
