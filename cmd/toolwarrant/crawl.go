@@ -100,7 +100,7 @@ response (default 10 MiB). Header values come from the variables named by
 			var targets []crawler.Target
 			headerErrs := map[string]error{}
 			for _, s := range servers {
-				h, err := config.ResolveHeaders(a.env.Getenv, s.Name, s.Headers)
+				h, err := config.ResolveHeaders(ctx, a.env.Getenv, nil, s.Name, s.Headers)
 				if err != nil {
 					headerErrs[s.Name] = err
 					continue

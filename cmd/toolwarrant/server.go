@@ -161,7 +161,11 @@ func (a *app) serverListCmd() *cobra.Command {
 			for _, s := range servers {
 				var hs []string
 				for _, h := range s.Headers {
-					hs = append(hs, h.Header+"=$"+h.Env)
+					if h.Secret != "" {
+						hs = append(hs, h.Header+"="+h.Secret) // read by the crawl function on AWS
+					} else {
+						hs = append(hs, h.Header+"=$"+h.Env)
+					}
 				}
 				headers := strings.Join(hs, ",")
 				if headers == "" {

@@ -37,7 +37,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	d := awsapp.CrawlDeps{Warrant: w, Config: c, Bounds: bounds, Getenv: getenv, Crawler: cc, Logger: log}
+	d := awsapp.CrawlDeps{Warrant: w, Config: c, Bounds: bounds, Getenv: getenv, Secrets: awsapp.NewSecrets(w.AWS), Crawler: cc, Logger: log}
 	if err := awsapp.RegisterServers(ctx, d); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,10 @@ func (g *guard) serve(w http.ResponseWriter, r *http.Request, forward func(http.
 	r.ContentLength = int64(len(body))
 	akid, service, region := callerOf(r)
 	target := r.Header.Get("X-Amz-Target")
+	if prefix, op, ok := strings.Cut(target, "."); ok && (prefix == "secretsmanager" || prefix == "AmazonSSM") {
+		g.secrets(w, r, body, akid, service, region, op, forward)
+		return
+	}
 	if !strings.HasPrefix(target, "DynamoDB_20120810.") {
 		if service == "s3" {
 			g.s3(w, r, akid, region, forward)
@@ -162,6 +166,88 @@ func resignAs(r *http.Request, body []byte, creds aws.Credentials, service, regi
 		r.Header.Set("X-Amz-Security-Token", creds.SessionToken)
 	}
 	return v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = service == "s3" }).SignHTTP(r.Context(), creds, r, payload, service, region, time.Now())
+}
+
+// secrets authorizes a Secrets Manager or SSM call on the secret's or parameter's ARN
+// (moto checks these services against Resource "*" only), then re-signs it as the
+// administrator for moto.
+func (g *guard) secrets(w http.ResponseWriter, r *http.Request, body []byte, akid, service, region, op string, forward func(http.ResponseWriter, *http.Request)) {
+	id := lookup(akid)
+	if id == nil {
+		(&errorResponse{400, "UnrecognizedClientException", "The security token included in the request is invalid.", nil}).write(w)
+		return
+	}
+	if !id.admin {
+		var in struct {
+			SecretID string `json:"SecretId"`
+			Name     string
+			Names    []string
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			(&errorResponse{400, "ValidationException", "awstest: " + err.Error(), nil}).write(w)
+			return
+		}
+		var resources []string
+		switch {
+		case service == "secretsmanager" && in.SecretID != "":
+			arn, err := g.secretARN(r.Context(), region, in.SecretID)
+			if err != nil {
+				(&errorResponse{400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.", nil}).write(w)
+				return
+			}
+			resources = append(resources, arn)
+		case service == "ssm":
+			for _, n := range append(in.Names, in.Name) {
+				if n == "" {
+					continue
+				}
+				if !strings.HasPrefix(n, "arn:") {
+					n = fmt.Sprintf("arn:aws:ssm:%s:%s:parameter/%s", region, Account, strings.TrimPrefix(n, "/"))
+				}
+				resources = append(resources, n)
+			}
+		}
+		if len(resources) == 0 {
+			resources = []string{"*"}
+		}
+		for _, res := range resources {
+			q := Request{Principal: id.arn, Action: service + ":" + op, Resource: res}
+			if d, err := Evaluate(id.statements, q); d != Allowed {
+				(&errorResponse{400, "AccessDeniedException", fmt.Sprintf("User: %s is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action (%v)",
+					id.arn, q.Action, res, q.Action, err), nil}).write(w)
+				return
+			}
+		}
+	}
+	if err := resign(r, body, service, region); err != nil {
+		http.Error(w, "awstest: re-sign: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	forward(w, r)
+}
+
+// secretARN returns a secret's full ARN from its name or ARN, asking moto directly.
+func (g *guard) secretARN(ctx context.Context, region, id string) (string, error) {
+	body, _ := json.Marshal(map[string]string{"SecretId": id})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.motoURL, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-Amz-Target", "secretsmanager.DescribeSecret")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	if err := resign(req, body, "secretsmanager", region); err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct{ ARN string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.ARN == "" {
+		return "", fmt.Errorf("describe secret %s: %s", id, resp.Status)
+	}
+	return out.ARN, nil
 }
 
 // signLiteralQuery signs an S3 request with SigV4 as moto verifies it: the canonical

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,22 +136,69 @@ func (h Headers) String() string {
 	return strings.Join(names, ", ")
 }
 
-// ResolveHeaders reads the value of each of server's headers from its environment variable.
-// A variable that is unset or empty, or holds a line break, is an error naming the server,
-// the header and the variable — never the value. Every problem is reported together.
-func ResolveHeaders(getenv func(string) string, server string, refs []warrant.HeaderRef) (Headers, error) {
+// SecretReader reads the value of a header that names a secret (a Secrets Manager secret
+// or SSM parameter ARN). Its errors must never hold the value.
+type SecretReader func(ctx context.Context, arn string) (string, error)
+
+// ResolveHeaders reads the value of each of server's headers: from its environment variable
+// through getenv, or from its secret through secrets (nil where secrets cannot be read:
+// the embedded CLI). A value that is missing or empty, or holds a line break, is an error
+// naming the server, the header and the variable or secret — never the value. Every
+// problem is reported together.
+func ResolveHeaders(ctx context.Context, getenv func(string) string, secrets SecretReader, server string, refs []warrant.HeaderRef) (Headers, error) {
 	out := Headers{}
 	var errs []error
 	for _, r := range refs {
-		v := getenv(r.Env)
+		var v, from string
+		if r.Secret != "" {
+			from = "secret " + r.Secret
+			if secrets == nil {
+				errs = append(errs, fmt.Errorf("server %q: header %s: %s is read only by the crawl function on AWS; here, name an environment variable (--header-env)", server, r.Header, from))
+				continue
+			}
+			var err error
+			if v, err = secrets(ctx, r.Secret); err != nil {
+				errs = append(errs, fmt.Errorf("server %q: header %s: %w", server, r.Header, err))
+				continue
+			}
+		} else {
+			from = "environment variable " + r.Env
+			v = getenv(r.Env)
+		}
 		switch {
 		case v == "":
-			errs = append(errs, fmt.Errorf("server %q: header %s: environment variable %s is not set", server, r.Header, r.Env))
+			errs = append(errs, fmt.Errorf("server %q: header %s: %s is not set or empty", server, r.Header, from))
 		case strings.ContainsAny(v, "\r\n\x00"):
-			errs = append(errs, fmt.Errorf("server %q: header %s: environment variable %s holds a line break or NUL, which cannot be sent in a header", server, r.Header, r.Env))
+			errs = append(errs, fmt.Errorf("server %q: header %s: %s holds a line break or NUL, which cannot be sent in a header", server, r.Header, from))
 		default:
 			out[r.Header] = v
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// MatchARN reports whether arn matches an IAM resource pattern (* any run, ? one character).
+func MatchARN(pattern, arn string) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			pattern = pattern[1:]
+			for i := 0; i <= len(arn); i++ {
+				if MatchARN(pattern, arn[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if arn == "" {
+				return false
+			}
+		default:
+			if arn == "" || arn[0] != pattern[0] {
+				return false
+			}
+		}
+		pattern, arn = pattern[1:], arn[1:]
+	}
+	return arn == ""
 }

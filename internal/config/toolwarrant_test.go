@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -78,7 +80,7 @@ func TestParseHeaderEnv(t *testing.T) {
 func TestResolveHeadersNeverLeaksValues(t *testing.T) {
 	const secret = "Bearer s3cr3t-value"
 	refs := []warrant.HeaderRef{{Header: "Authorization", Env: "TOKEN"}, {Header: "X-Key", Env: "MISSING"}, {Header: "X-Bad", Env: "BAD"}}
-	h, err := ResolveHeaders(envMap(map[string]string{"TOKEN": secret, "BAD": secret + "\r\nX-Injected: 1"}), "weather", refs)
+	h, err := ResolveHeaders(t.Context(), envMap(map[string]string{"TOKEN": secret, "BAD": secret + "\r\nX-Injected: 1"}), nil, "weather", refs)
 	if err == nil || !strings.Contains(err.Error(), "MISSING is not set") || !strings.Contains(err.Error(), "BAD holds a line break") {
 		t.Fatalf("err = %v", err)
 	}
@@ -92,5 +94,47 @@ func TestResolveHeadersNeverLeaksValues(t *testing.T) {
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("headers", "h", h)
 	if strings.Contains(logged.String(), "s3cr3t") || strings.Contains(fmt.Sprint(h), "s3cr3t") || !strings.Contains(logged.String(), "Authorization: <redacted>") {
 		t.Errorf("headers logged as %q / printed as %q", logged.String(), fmt.Sprint(h))
+	}
+}
+
+// TestResolveHeadersFromSecrets: a header naming a secret is read through the
+// SecretReader at resolve time; without one (the embedded CLI) it is a clear error; a
+// secret's value with a line break is refused like a variable's; nothing leaks.
+func TestResolveHeadersFromSecrets(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:weather-token-AbCdEf"
+	const param = "arn:aws:ssm:us-east-1:123456789012:parameter/agentgate/weather"
+	refs := []warrant.HeaderRef{{Header: "Authorization", Secret: arn}, {Header: "X-Key", Secret: param}}
+	read := func(_ context.Context, a string) (string, error) {
+		switch a {
+		case arn:
+			return "Bearer s3cr3t", nil
+		case param:
+			return "k3y\nX-Injected: 1", nil
+		}
+		return "", errors.New("no such secret")
+	}
+	h, err := ResolveHeaders(t.Context(), envMap(nil), read, "weather", refs)
+	if h["Authorization"] != "Bearer s3cr3t" || err == nil || !strings.Contains(err.Error(), "secret "+param+" holds a line break") || strings.Contains(err.Error(), "k3y") {
+		t.Errorf("ResolveHeaders = %v, %v", h, err)
+	}
+	if _, err := ResolveHeaders(t.Context(), envMap(nil), nil, "weather", refs[:1]); err == nil || !strings.Contains(err.Error(), "read only by the crawl function on AWS") {
+		t.Errorf("without a SecretReader: %v", err)
+	}
+}
+
+func TestMatchARN(t *testing.T) {
+	for _, c := range []struct {
+		p, a string
+		want bool
+	}{
+		{"arn:aws:secretsmanager:us-east-1:1:secret:tok-??????", "arn:aws:secretsmanager:us-east-1:1:secret:tok-AbCdEf", true},
+		{"arn:aws:secretsmanager:us-east-1:1:secret:tok-??????", "arn:aws:secretsmanager:us-east-1:1:secret:tok-AbCdE", false},
+		{"arn:aws:ssm:us-east-1:1:parameter/agentgate/*", "arn:aws:ssm:us-east-1:1:parameter/agentgate/a/b", true},
+		{"arn:aws:ssm:us-east-1:1:parameter/agentgate/*", "arn:aws:ssm:us-east-1:1:parameter/other", false},
+		{"arn:x", "arn:x", true},
+	} {
+		if got := MatchARN(c.p, c.a); got != c.want {
+			t.Errorf("MatchARN(%q, %q) = %v", c.p, c.a, got)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,11 @@ type WarrantAWS struct {
 	// ([{"name":"weather","url":"https://…","allowPrivate":false,"headers":[{"header":"Authorization","env":"WEATHER_TOKEN"}]}]),
 	// added (idempotently) by the crawl function at cold start. Default none.
 	Servers []warrant.Server
+	// HeaderSecrets is CRAWL_HEADER_SECRETS, the comma-separated ARNs (IAM patterns) of the
+	// Secrets Manager secrets and SSM parameters the crawl role may read, as template.yaml
+	// grants them (its CrawlHeaderSecretArns parameter). Every secret a server in Servers
+	// names must match one. Default none.
+	HeaderSecrets []string
 	// MaxAttempts is TOOLWARRANT_DYNAMODB_MAX_ATTEMPTS, the SDK's attempts per AWS call.
 	// Default 3, 1 to 10.
 	MaxAttempts int
@@ -51,7 +57,7 @@ func (c WarrantAWS) LogValue() slog.Value {
 	}
 	return slog.GroupValue(slog.String("catalog_table", c.CatalogTable), slog.String("audit_kms_key", c.LogKey),
 		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
-		slog.Int("max_attempts", c.MaxAttempts), slog.Duration("deadline_margin", c.DeadlineMargin))
+		slog.Any("header_secrets", c.HeaderSecrets), slog.Int("max_attempts", c.MaxAttempts), slog.Duration("deadline_margin", c.DeadlineMargin))
 }
 
 // WarrantAWSNeeds says which optional settings a function requires.
@@ -86,6 +92,11 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	if need.CrawlRole && !strings.HasPrefix(c.CrawlRole, "arn:") {
 		errs = append(errs, fmt.Errorf("CRAWL_ROLE_ARN=%q must be the crawl function's role ARN (template.yaml sets it)", c.CrawlRole))
 	}
+	for _, a := range strings.Split(getenv("CRAWL_HEADER_SECRETS"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.HeaderSecrets = append(c.HeaderSecrets, a)
+		}
+	}
 	if v := strings.TrimSpace(getenv("TOOLWARRANT_SERVERS")); v != "" {
 		d := json.NewDecoder(strings.NewReader(v))
 		d.DisallowUnknownFields()
@@ -108,6 +119,11 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 			}
 			if seen[s.Name] {
 				errs = append(errs, fmt.Errorf("TOOLWARRANT_SERVERS: server %q given twice", s.Name))
+			}
+			for _, h := range s.Headers {
+				if h.Secret != "" && !slices.ContainsFunc(c.HeaderSecrets, func(p string) bool { return MatchARN(p, h.Secret) }) {
+					errs = append(errs, fmt.Errorf("TOOLWARRANT_SERVERS: server %q header %s reads %s, which the crawl role may not read: add it to the CrawlHeaderSecretArns parameter (CRAWL_HEADER_SECRETS)", s.Name, h.Header, h.Secret))
+				}
 			}
 			seen[s.Name] = true
 			c.Servers = append(c.Servers, s)

@@ -26,3 +26,23 @@ func TestLoadWarrantAWS(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderSecretsMustBeGranted: a server whose header names a secret the crawl role is
+// not granted (CRAWL_HEADER_SECRETS) is refused at cold start, with what to do.
+func TestHeaderSecretsMustBeGranted(t *testing.T) {
+	servers := `[{"name":"weather","url":"https://weather.example.com/mcp","headers":[{"header":"Authorization","secret":"arn:aws:secretsmanager:us-east-1:123456789012:secret:weather-AbCdEf"}]}]`
+	env := map[string]string{"CATALOG_TABLE": "catalog", "AUDIT_KMS_KEY": "k", "TOOLWARRANT_SERVERS": servers}
+	get := func(k string) string { return env[k] }
+	if _, err := LoadWarrantAWS(get, WarrantAWSNeeds{}); err == nil || !strings.Contains(err.Error(), "add it to the CrawlHeaderSecretArns parameter") {
+		t.Errorf("an ungranted secret: %v", err)
+	}
+	env["CRAWL_HEADER_SECRETS"] = "arn:aws:ssm:us-east-1:123456789012:parameter/x, arn:aws:secretsmanager:us-east-1:123456789012:secret:weather-??????"
+	c, err := LoadWarrantAWS(get, WarrantAWSNeeds{})
+	if err != nil || len(c.HeaderSecrets) != 2 || c.Servers[0].Headers[0].SecretKind() != "secretsmanager" {
+		t.Errorf("a granted secret: %+v, %v", c, err)
+	}
+	env["TOOLWARRANT_SERVERS"] = strings.Replace(servers, `"secret"`, `"env":"X","secret"`, 1)
+	if _, err := LoadWarrantAWS(get, WarrantAWSNeeds{}); err == nil || !strings.Contains(err.Error(), "both an environment variable and a secret") {
+		t.Errorf("env and secret together: %v", err)
+	}
+}

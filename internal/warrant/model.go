@@ -19,8 +19,9 @@ type Server struct {
 	// AllowPrivate lets the crawler connect to loopback, private and link-local addresses
 	// for this server. Cloud metadata addresses stay refused.
 	AllowPrivate bool
-	// Headers name the HTTP headers sent on every request to the server and the
-	// environment variable each value is read from at crawl time. Values are never stored.
+	// Headers name the HTTP headers sent on every request to the server and where each
+	// value is read from at crawl time: an environment variable, or (on AWS) a Secrets
+	// Manager secret or SSM parameter. Values are never stored.
 	// Sorted by Header, case-insensitively.
 	Headers []HeaderRef
 	// AddedAt and AddedBy say when and by whom the server was added.
@@ -36,18 +37,25 @@ type Server struct {
 	LastSourceCrawl int64
 }
 
-// HeaderRef is one per-server HTTP header whose value comes from the environment.
+// HeaderRef is one per-server HTTP header and where its value comes from: exactly one of
+// Env and Secret.
 type HeaderRef struct {
 	// Header is the HTTP header name, such as "Authorization".
 	Header string `json:"header"`
 	// Env is the environment variable holding the value, such as "WEATHER_TOKEN".
-	Env string `json:"env"`
+	Env string `json:"env,omitempty"`
+	// Secret is the ARN of an AWS Secrets Manager secret (its SecretString is the value)
+	// or of an SSM parameter (a SecureString, decrypted), read by the crawl function at
+	// each crawl, so a rotated token is used at once. Only the AWS deployment reads it.
+	Secret string `json:"secret,omitempty"`
 }
 
 var (
 	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	// secretARNRE accepts the ARN of a Secrets Manager secret or an SSM parameter.
+	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+|ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+)$`)
 )
 
 // reservedHeaders are set by the HTTP or MCP transport and cannot be configured.
@@ -70,10 +78,26 @@ func (h HeaderRef) Validate() error {
 	if slices.Contains(reservedHeaders, strings.ToLower(h.Header)) {
 		return fmt.Errorf("%w: header %s is set by the transport and cannot be configured", ErrInvalid, h.Header)
 	}
-	if !envNameRE.MatchString(h.Env) {
+	switch {
+	case h.Env != "" && h.Secret != "":
+		return fmt.Errorf("%w: header %s names both an environment variable and a secret; give one", ErrInvalid, h.Header)
+	case h.Secret != "":
+		if len(h.Secret) > 2048 || !secretARNRE.MatchString(h.Secret) {
+			return fmt.Errorf("%w: header %s: %q is not the ARN of a Secrets Manager secret (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME) or an SSM parameter (arn:aws:ssm:REGION:ACCOUNT:parameter/NAME)", ErrInvalid, h.Header, h.Secret)
+		}
+	case !envNameRE.MatchString(h.Env):
 		return fmt.Errorf("%w: %q is not an environment variable name (letters, digits and '_', not starting with a digit)", ErrInvalid, h.Env)
 	}
 	return nil
+}
+
+// SecretKind returns "secretsmanager" or "ssm" for a valid Secret ARN, else "".
+func (h HeaderRef) SecretKind() string {
+	if h.Secret == "" {
+		return ""
+	}
+	kind, _, _ := strings.Cut(strings.SplitN(h.Secret, ":", 4)[2], ":")
+	return kind
 }
 
 // Validate checks the server's name, headers and that its URL is an absolute http(s) URL.

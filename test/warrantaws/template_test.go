@@ -31,6 +31,9 @@ func tree(n *yaml.Node) any {
 		for _, c := range n.Content {
 			l = append(l, tree(c))
 		}
+		if n.Tag == "!If" {
+			return map[string]any{"Fn::If": l} // a conditional value: statements() checks its branch
+		}
 		if strings.HasPrefix(n.Tag, "!") && n.Tag != "!!seq" {
 			return fmt.Sprintf("%s %v", n.Tag, l)
 		}
@@ -95,6 +98,9 @@ func statements(res map[string]any) map[string][]map[string]any {
 		switch get(r, "Type") {
 		case "AWS::IAM::Role":
 			for _, p := range get(props, "Policies").([]any) {
+				if branches, ok := get(p, "Fn::If").([]any); ok {
+					p = branches[1] // the policy the condition adds (the other branch is AWS::NoValue)
+				}
 				add(name, get(p, "PolicyDocument"))
 			}
 		case "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy":
@@ -142,6 +148,10 @@ func TestTemplatePolicies(t *testing.T) {
 				if strings.HasPrefix(a, "s3:Delete") && get(s, "Effect") == "Allow" {
 					t.Errorf("%s grants %s", where, a)
 				}
+			}
+			if res := strs(s["Resource"]); slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "ssm:") }) &&
+				(where != "CrawlRole" || !slices.Equal(res, []string{"!Ref CrawlHeaderSecretArns"})) {
+				t.Errorf("%s reads secrets (%v on %v); only the crawl role may, and only the CrawlHeaderSecretArns", where, actions, res)
 			}
 			if where != "LogKey" && where != "CheckpointBucketPolicy" && get(s, "Effect") == "Allow" && slices.Contains(strs(s["Resource"]), "*") {
 				t.Errorf("%s allows %v on every resource", where, actions)
@@ -248,7 +258,7 @@ func TestTemplatePolicies(t *testing.T) {
 		return out
 	}
 	for fn, want := range map[string][]string{
-		"CrawlFunction":      {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
+		"CrawlFunction":      {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
 		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
 		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET"},
 	} {

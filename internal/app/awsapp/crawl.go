@@ -52,8 +52,11 @@ type CrawlDeps struct {
 	Warrant *Warrant
 	Config  config.WarrantAWS
 	Bounds  config.Toolwarrant
-	// Getenv resolves per-server header values (secrets) at crawl time.
+	// Getenv resolves per-server header values named by environment variable at crawl time.
 	Getenv func(string) string
+	// Secrets reads the header values named by Secrets Manager or SSM ARN, at every
+	// invocation. Zero: such headers fail their server with a clear error.
+	Secrets Secrets
 	// Crawler is the crawler configuration base (tests inject a resolver or dialer).
 	Crawler crawler.Config
 	Logger  *slog.Logger
@@ -94,6 +97,10 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 			}
 		}
 		want := append(ev.Servers, ev.Detail.Servers...)
+		var secrets config.SecretReader
+		if d.Secrets.SecretsManager != nil || d.Secrets.SSM != nil {
+			secrets = d.Secrets.Reader() // one read per ARN per invocation
+		}
 		svc := d.Warrant.Service
 		servers, err := d.Warrant.Catalog.Servers(ctx)
 		if err != nil {
@@ -110,7 +117,7 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 			if len(want) > 0 && !slices.Contains(want, s.Name) {
 				continue
 			}
-			h, err := config.ResolveHeaders(d.Getenv, s.Name, s.Headers)
+			h, err := config.ResolveHeaders(ctx, d.Getenv, secrets, s.Name, s.Headers)
 			if err != nil {
 				res.Servers = append(res.Servers, ServerOutcome{Server: s.Name, Error: err.Error(), NewVersions: []string{}, Removed: []string{}})
 				continue

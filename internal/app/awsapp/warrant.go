@@ -38,6 +38,8 @@ type Warrant struct {
 	Blobs *s3blob.Store
 	// Identity is who the service acts as (the crawl role for crawls).
 	Identity string
+	// AWS is the SDK configuration the clients were built on (for more clients).
+	AWS aws.Config
 	Now      func() time.Time
 }
 
@@ -60,7 +62,7 @@ func NewWarrant(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, ide
 	if err != nil {
 		return nil, err
 	}
-	w := &Warrant{Catalog: cat, Signer: sig, Service: svc, Identity: identity, Now: now}
+	w := &Warrant{Catalog: cat, Signer: sig, Service: svc, Identity: identity, Now: now, AWS: awsCfg}
 	if c.CheckpointBucket != "" {
 		opts := append([]func(*s3.Options){func(so *s3.Options) { so.UsePathStyle = c.S3PathStyle }}, o.S3...)
 		if w.Blobs, err = s3blob.New(s3blob.Config{Client: s3.NewFromConfig(awsCfg, opts...), Bucket: c.CheckpointBucket}); err != nil {

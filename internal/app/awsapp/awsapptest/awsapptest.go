@@ -32,10 +32,17 @@ type Deployment struct {
 
 // Deploy creates the resources (as the administrator, as CloudFormation would) and the
 // roles, and applies the key policy.
-func Deploy(t testing.TB) *Deployment {
+func Deploy(t testing.TB) *Deployment { return DeployWith(t, nil) }
+
+// DeployWith is Deploy with template parameters (e.g. CrawlHeaderSecretArns), which shape
+// the roles' statements.
+func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	t.Helper()
 	cfg := awstest.Config(t)
 	d := &Deployment{Res: awstest.Resources{}, Roles: map[string]*awstest.Principal{}}
+	for k, v := range params {
+		d.Res[k] = v
+	}
 	d.Table = awstest.CreateTable(t, cfg, "CatalogTable")
 	d.Key = kmstest.CreateKey(t, kms.NewFromConfig(kmstest.Config(t), kmstest.Options(t)))
 	d.Bucket = s3test.CreateBucket(t, cfg)
