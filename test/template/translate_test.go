@@ -68,10 +68,7 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("%s fires at %v %v, want >= 1 (one failed server, one mismatch)", ids[0], get(p, "ComparisonOperator"), get(p, "Threshold"))
 		}
 	}
-	var topics []string
-	for _, id := range ofType(res, "AWS::SNS::Topic") {
-		topics = append(topics, id)
-	}
+	topics := ofType(res, "AWS::SNS::Topic")
 	if len(topics) != 1 {
 		t.Fatalf("SNS topics %v, want one for every alarm", topics)
 	}

@@ -117,10 +117,15 @@ func TestCheckpointMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	event := json.RawMessage(testenv.Event(t, "checkpoint-scheduled.json"))
+	// wantErr: nil for success, errAny for any error, else a sentinel the error wraps.
 	check := func(name string, wantErr error, mismatch, unavailable float64) {
 		t.Helper()
 		_, err := run(ctx, event)
-		if (wantErr == nil) != (err == nil) || (wantErr != nil && !errors.Is(err, wantErr) && wantErr != errAny) {
+		switch {
+		case wantErr == nil && err != nil, wantErr != nil && err == nil:
+			t.Errorf("%s: %v, want %v", name, err, wantErr)
+		case errors.Is(wantErr, errAny):
+		case wantErr != nil && !errors.Is(err, wantErr):
 			t.Errorf("%s: %v, want %v", name, err, wantErr)
 		}
 		m := oneRecord(t, &buf, "dev-toolwarrant-checkpoint")
