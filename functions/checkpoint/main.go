@@ -29,12 +29,12 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	return awsapp.CheckpointHandler(w, log)
+	return awsapp.CheckpointHandler(w, log, awsapp.Metrics{W: o.Metrics})
 }
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := newHandler(context.Background(), os.Getenv, nil, awsapp.WarrantOptions{}, log)
+	h, err := newHandler(context.Background(), os.Getenv, nil, awsapp.WarrantOptions{Metrics: os.Stdout}, log)
 	if err != nil {
 		log.Error("checkpoint: cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

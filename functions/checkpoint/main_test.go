@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
+	"github.com/agentgate-dev/agentgate/internal/emf/emftest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
@@ -22,7 +24,8 @@ func TestColdStartAndEvent(t *testing.T) {
 	d := awsapptest.Deploy(t)
 	e := d.FunctionEnv(t)
 	cfg := d.Config(t, "CheckpointRole") // the function runs as its template role
-	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}}, slog.New(slog.DiscardHandler))
+	var metrics bytes.Buffer
+	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, Metrics: &metrics}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +33,10 @@ func TestColdStartAndEvent(t *testing.T) {
 	_ = json.Unmarshal(testenv.Event(t, "checkpoint-scheduled.json"), &ev)
 	if res, err := h(t.Context(), ev); err != nil || res.Written || res.Head.Seq != 0 {
 		t.Errorf("checkpoint of an empty log: %+v, %v", res, err)
+	}
+	// main sends the EMF record to stdout, the function's log.
+	if ms, err := emftest.Lines(metrics.Bytes()); err != nil || len(ms) != 1 || ms[0].Values[awsapp.MetricCheckpointMismatch] != 0 {
+		t.Errorf("EMF records %+v, %v; want one, no mismatch", ms, err)
 	}
 	delete(e, "CHECKPOINT_BUCKET")
 	if _, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{}, slog.New(slog.DiscardHandler)); err == nil {

@@ -23,7 +23,7 @@ import (
 type handlerFunc = func(context.Context, json.RawMessage) (awsapp.CrawlResult, error)
 
 // newHandler does all the cold-start work: config, AWS config (unless given), catalog,
-// KMS key, the configured servers.
+// KMS key, the configured servers. Each invocation ends with an EMF line to o.Metrics.
 func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, o awsapp.WarrantOptions, cc crawler.Config, log *slog.Logger) (handlerFunc, error) {
 	c, err := config.LoadWarrantAWS(getenv, config.WarrantAWSNeeds{CrawlRole: true})
 	if err != nil {
@@ -37,7 +37,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	d := awsapp.CrawlDeps{Warrant: w, Config: c, Bounds: bounds, Getenv: getenv, Secrets: awsapp.NewSecrets(w.AWS), Crawler: cc, Logger: log}
+	d := awsapp.CrawlDeps{Warrant: w, Config: c, Bounds: bounds, Getenv: getenv, Secrets: awsapp.NewSecrets(w.AWS), Crawler: cc, Logger: log, Metrics: awsapp.Metrics{W: o.Metrics}}
 	if err := awsapp.RegisterServers(ctx, d); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := newHandler(context.Background(), os.Getenv, nil, awsapp.WarrantOptions{}, crawler.Config{}, log)
+	h, err := newHandler(context.Background(), os.Getenv, nil, awsapp.WarrantOptions{Metrics: os.Stdout}, crawler.Config{}, log)
 	if err != nil {
 		log.Error("crawl: cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

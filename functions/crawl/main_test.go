@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
+	"github.com/agentgate-dev/agentgate/internal/emf/emftest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
@@ -22,7 +24,8 @@ func TestColdStartAndEvents(t *testing.T) {
 	d := awsapptest.Deploy(t)
 	e := d.FunctionEnv(t)
 	cfg := d.Config(t, "CrawlRole") // the function runs as its template role
-	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}}, crawler.Config{}, slog.New(slog.DiscardHandler))
+	var metrics bytes.Buffer
+	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, Metrics: &metrics}, crawler.Config{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +34,10 @@ func TestColdStartAndEvents(t *testing.T) {
 		if err != nil || res.Recorded != 1 || res.Failed != 0 {
 			t.Errorf("%s: %+v, %v", ev, res, err)
 		}
+	}
+	// main sends the EMF records to stdout, the function's log: one per invocation.
+	if ms, err := emftest.Lines(metrics.Bytes()); err != nil || len(ms) != 2 || ms[1].Values[awsapp.MetricServersFailed] != 0 || ms[1].Values[awsapp.MetricServersCrawled] != 1 {
+		t.Errorf("EMF records %+v, %v; want two, no failed server", ms, err)
 	}
 	if _, err := newHandler(t.Context(), func(string) string { return "" }, &cfg, awsapp.WarrantOptions{}, crawler.Config{}, slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("cold start without configuration succeeded")

@@ -19,8 +19,9 @@ import (
 )
 
 // TableSpec is the part of an AWS::DynamoDB::Table resource that shapes the data: what the
-// tests create. Deployment-only settings (PITR, deletion protection, SSE) are parsed to be
-// checked by tests but not applied to throwaway tables.
+// tests create. Deployment-only settings (PITR, SSE) are parsed to be checked by tests but
+// not applied to throwaway tables. Deletion protection is not parsed: the template sets it
+// from a condition (TableDeletionProtection), which test/template evaluates.
 type TableSpec struct {
 	AttributeDefinitions []struct {
 		AttributeName string `yaml:"AttributeName"`
@@ -31,7 +32,6 @@ type TableSpec struct {
 		KeyType       string `yaml:"KeyType"`
 	} `yaml:"KeySchema"`
 	BillingMode                      string `yaml:"BillingMode"`
-	DeletionProtectionEnabled        bool   `yaml:"DeletionProtectionEnabled"`
 	PointInTimeRecoverySpecification struct {
 		PointInTimeRecoveryEnabled bool `yaml:"PointInTimeRecoveryEnabled"`
 	} `yaml:"PointInTimeRecoverySpecification"`
@@ -81,7 +81,7 @@ func parseTable(raw []byte, logicalID string) (TableSpec, error) {
 		return TableSpec{}, fmt.Errorf("resource %s has no Properties", logicalID)
 	}
 	var spec TableSpec
-	for _, key := range []string{"AttributeDefinitions", "KeySchema", "BillingMode", "DeletionProtectionEnabled",
+	for _, key := range []string{"AttributeDefinitions", "KeySchema", "BillingMode",
 		"PointInTimeRecoverySpecification", "SSESpecification", "TimeToLiveSpecification"} {
 		n := child(props, key)
 		if n == nil {

@@ -26,6 +26,13 @@ type Log interface {
 // not verify: the writer signs nothing and the alarm is the error.
 var ErrRewritten = errors.New("the audit log does not verify against its last checkpoint")
 
+// ErrUntrusted is wrapped when the newest checkpoint in the bucket is not one the log key
+// signed (it does not parse, holds another entry than its name says, or its signature does
+// not verify): someone other than the checkpoint function wrote the bucket. The writer builds
+// nothing on it; like ErrRewritten, it means the log can no longer be vouched for, not that a
+// service is down.
+var ErrUntrusted = errors.New("the last checkpoint is not genuine")
+
 // Writer signs the audit head into a bucket.
 type Writer struct {
 	// Log is the catalog. Required.
@@ -211,7 +218,7 @@ func (w *Writer) latest(ctx context.Context, keys map[string]crypto.PublicKey) (
 		err = c.Verify(keys)
 	}
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: the last checkpoint %s is not genuine: %w", byseq[s], err)
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w: %s: %w", ErrUntrusted, byseq[s], err)
 	}
 	return c, nil
 }

@@ -1,5 +1,9 @@
-// Package template_test validates the SAM template offline with cfn-lint, which applies the
-// SAM transform, so a broken template.yaml fails `make test` rather than a deployment.
+// Package template_test checks template.yaml offline, so that a broken or unsafe template
+// fails `make test` rather than a deployment: cfn-lint (which applies the SAM transform), and
+// assertions on the CloudFormation samtranslator makes of it (translate.py; translate_test.go:
+// alarms, dead-letter queues and retries, throttling and access logs, the PadCreation
+// authorizer, retention, name lengths), evaluated for the parameter values each test names
+// (cfn_test.go), and on the committed samconfig.toml.
 package template_test
 
 import (

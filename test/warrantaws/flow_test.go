@@ -83,7 +83,7 @@ func TestCrawlApproveCheckpoint(t *testing.T) {
 	}
 
 	// Checkpoint, then verify everything offline.
-	cp, err := awsapp.CheckpointHandler(w, nil)
+	cp, err := awsapp.CheckpointHandler(w, nil, awsapp.Metrics{})
 	if err == nil {
 		var r checkpoint.Result
 		r, err = cp(ctx, json.RawMessage(testenv.Event(t, "checkpoint-scheduled.json")))

@@ -103,7 +103,7 @@ func statements(res map[string]any) map[string][]map[string]any {
 				}
 				add(name, get(p, "PolicyDocument"))
 			}
-		case "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy":
+		case "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy":
 			add(name, get(props, "PolicyDocument"))
 		case "AWS::KMS::Key":
 			add(name, get(props, "KeyPolicy"))
@@ -168,6 +168,29 @@ func TestTemplatePolicies(t *testing.T) {
 			}
 		}
 	}
+	// The asynchronous functions' roles may send to their own OnFailure queue and nowhere
+	// else; no other role touches SQS. EventBridge may send to a dead-letter queue only for
+	// that function's rules (aws:SourceArn), and nothing else is allowed on the queues.
+	queueOf := map[string]string{"CrawlRole": "!GetAtt CrawlDeadLetterQueue.Arn", "CheckpointRole": "!GetAtt CheckpointDeadLetterQueue.Arn"}
+	for where, sts := range all {
+		for _, s := range sts {
+			for _, a := range strs(s["Action"]) {
+				if !strings.HasPrefix(a, "sqs:") || get(s, "Effect") != "Allow" {
+					continue
+				}
+				switch {
+				case get(res, where, "Type") == "AWS::SQS::QueuePolicy":
+					if get(s, "Principal", "Service") != "events.amazonaws.com" || a != "sqs:SendMessage" || get(s, "Condition", "ArnEquals", "aws:SourceArn") == nil {
+						t.Errorf("%s allows %s to %v without naming the rules (aws:SourceArn)", where, a, get(s, "Principal"))
+					}
+				case queueOf[where] == "":
+					t.Errorf("%s grants %s", where, a)
+				case a != "sqs:SendMessage" || !slices.Equal(strs(s["Resource"]), []string{queueOf[where]}):
+					t.Errorf("%s grants %s on %v; want sqs:SendMessage on %s only", where, a, s["Resource"], queueOf[where])
+				}
+			}
+		}
+	}
 	key := get(res, "LogKey", "Properties")
 	if get(key, "KeySpec") != "ECC_NIST_P256" || get(key, "KeyUsage") != "SIGN_VERIFY" {
 		t.Errorf("LogKey is %v/%v", get(key, "KeySpec"), get(key, "KeyUsage"))
@@ -184,7 +207,7 @@ func TestTemplatePolicies(t *testing.T) {
 	}
 	b := get(res, "CheckpointBucket", "Properties")
 	if get(b, "ObjectLockEnabled") != "true" || get(b, "ObjectLockConfiguration", "Rule", "DefaultRetention", "Mode") != "GOVERNANCE" ||
-		get(b, "VersioningConfiguration", "Status") != "Enabled" || get(res, "CheckpointBucket", "DeletionPolicy") != "Retain" {
+		get(b, "VersioningConfiguration", "Status") != "Enabled" || get(res, "CheckpointBucket", "DeletionPolicy") != "RetainExceptOnCreate" {
 		t.Errorf("CheckpointBucket must be versioned, retained, with Object Lock in governance mode: %v", b)
 	}
 	// Routes: approvals behind AWS_IAM, pads public.

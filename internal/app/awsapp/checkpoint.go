@@ -6,14 +6,18 @@ import (
 	"log/slog"
 
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
+	"github.com/agentgate-dev/agentgate/internal/emf"
 )
 
 // CheckpointHandler is the checkpoint Lambda's handler: on each scheduled event it runs
 // checkpoint.Writer once (verify the entries since the last checkpoint, sign the head
 // with KMS, put checkpoints/<seq>.json if absent). An error is returned — and the Lambda
-// invocation fails, so the Errors metric alarms — when the log does not verify against
-// the last checkpoint or KMS/S3 cannot be used; nothing is written then.
-func CheckpointHandler(w *Warrant, log *slog.Logger) (func(context.Context, any) (checkpoint.Result, error), error) {
+// invocation fails, so the Errors alarm fires, Lambda retries and the event finally lands in
+// the OnFailure queue — when the log does not verify against the last checkpoint or KMS/S3
+// cannot be used; nothing is written then. Every run ends with one EMF line that tells the
+// two apart (MetricCheckpointMismatch: possible tampering, its own alarm;
+// MetricCheckpointUnavailable: an outage), so the page says which it is.
+func CheckpointHandler(w *Warrant, log *slog.Logger, m Metrics) (func(context.Context, any) (checkpoint.Result, error), error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -23,8 +27,13 @@ func CheckpointHandler(w *Warrant, log *slog.Logger) (func(context.Context, any)
 	cw := &checkpoint.Writer{Log: w.Catalog, Signer: w.Signer, Blobs: w.Blobs, Now: w.Now, Logger: log}
 	return func(ctx context.Context, _ any) (checkpoint.Result, error) {
 		res, err := cw.Run(ctx)
+		mismatch, unavailable := checkpointOutcome(err)
+		m.emit(ctx, log, []emf.Metric{
+			{Name: MetricCheckpointMismatch, Unit: emf.Count, Value: flag(mismatch)},
+			{Name: MetricCheckpointUnavailable, Unit: emf.Count, Value: flag(unavailable)},
+		}, map[string]any{"head": res.Head.Seq, "previous": res.Previous, "written": res.Written})
 		if err != nil {
-			log.ErrorContext(ctx, "checkpoint failed", slog.String("error", err.Error()), slog.Int64("head", res.Head.Seq))
+			log.ErrorContext(ctx, "checkpoint failed", slog.String("error", err.Error()), slog.Int64("head", res.Head.Seq), slog.Bool("mismatch", mismatch))
 			return res, err
 		}
 		return res, nil

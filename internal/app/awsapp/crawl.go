@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
+	"github.com/agentgate-dev/agentgate/internal/emf"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -60,6 +61,8 @@ type CrawlDeps struct {
 	// Crawler is the crawler configuration base (tests inject a resolver or dialer).
 	Crawler crawler.Config
 	Logger  *slog.Logger
+	// Metrics receives one EMF line per invocation (ServersCrawled, ServersFailed).
+	Metrics Metrics
 }
 
 // RegisterServers adds the configured catalog of servers (TOOLWARRANT_SERVERS); an
@@ -86,7 +89,12 @@ func RegisterServers(ctx context.Context, d CrawlDeps) error {
 // SSRF-guarded crawler; then records each listing (observations, versions, proposals and
 // their KMS-signed audit entries in one transaction per server). Per-server outcomes are
 // in the result and one log line each; a server that could not be listed or recorded
-// (KMS down: nothing is recorded) is a failed outcome, not a failed invocation.
+// (KMS down: nothing is recorded) is a failed outcome, not a failed invocation: a retry of
+// the whole crawl would not help the others, and one unreachable upstream must not hide
+// the rest. What makes a failed server visible is the EMF record each invocation ends with
+// (MetricServersCrawled, MetricServersFailed, and the names of the failed servers), which
+// template.yaml's crawl-failure alarm watches. An invocation that cannot even read the
+// catalog returns an error (the Errors alarm, Lambda's retries, then the OnFailure queue).
 func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResult, error) {
 	log := d.Logger
 	return func(ctx context.Context, raw json.RawMessage) (CrawlResult, error) {
@@ -165,15 +173,21 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 			}
 			return 0
 		})
+		failed := []string{}
 		for _, so := range res.Servers {
 			if !so.OK {
 				res.Failed++
+				failed = append(failed, so.Server)
 				log.ErrorContext(ctx, "crawl failed", slog.String("server", so.Server), slog.String("error", so.Error))
 				continue
 			}
 			log.InfoContext(ctx, "crawl recorded", slog.String("server", so.Server), slog.Int64("crawl", so.Crawl), slog.Int("tools", so.Tools),
 				slog.Int("new_versions", len(so.NewVersions)), slog.Int("refused", so.Refused), slog.Any("removed", so.Removed), slog.Int64("elapsed_ms", so.ElapsedMS))
 		}
+		d.Metrics.emit(ctx, log, []emf.Metric{
+			{Name: MetricServersCrawled, Unit: emf.Count, Value: float64(len(res.Servers))},
+			{Name: MetricServersFailed, Unit: emf.Count, Value: float64(res.Failed)},
+		}, map[string]any{"failedServers": failed})
 		return res, nil
 	}
 }

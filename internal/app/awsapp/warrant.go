@@ -3,6 +3,7 @@ package awsapp
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -26,6 +27,9 @@ type WarrantOptions struct {
 	S3       []func(*s3.Options)
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Metrics is where the crawl and checkpoint functions write their EMF lines: os.Stdout
+	// in Lambda (the function's log group). Nil: no metrics.
+	Metrics io.Writer
 }
 
 // Warrant is the toolwarrant service composed over DynamoDB, KMS and (for the checkpoint
