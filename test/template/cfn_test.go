@@ -256,8 +256,12 @@ func (s *stack) str(v any) string {
 			})
 		}
 		if j, ok := x["Fn::Join"].([]any); ok {
+			list, isList := j[1].([]any)
+			if !isList { // a Ref to a CommaDelimitedList parameter: its items
+				return strings.Join(strings.Split(s.str(j[1]), ","), j[0].(string))
+			}
 			var parts []string
-			for _, e := range j[1].([]any) {
+			for _, e := range list {
 				parts = append(parts, s.str(e))
 			}
 			return strings.Join(parts, j[0].(string))
