@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agentgate-dev/agentgate/internal/app"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
@@ -49,7 +48,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	return httpadapter.NewV2(h).ProxyWithContext, nil
+	return proxy(h), nil
 }
 
 func main() {
