@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agentgate-dev/agentgate/internal/app"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
@@ -19,7 +18,10 @@ import (
 type handlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
 // newHandler parses the configuration, builds the AWS config (unless awsCfg is given, as
-// tests do), the DynamoDB store and the Padlock handler (seeding demo-pad-v1 idempotently).
+// tests do), the DynamoDB store and the Padlock handler. It makes no AWS call: the store
+// checks the table's format marker on its first call, the first call on a new table seeds
+// demo-pad-v1, and a read of demo-pad-v1 that finds it missing seeds it
+// (internal/dynamostore/README.md, "Format marker").
 func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, level *slog.LevelVar, log *slog.Logger) (handlerFunc, error) {
 	lc, err := config.LoadLocker(getenv)
 	if err != nil {
@@ -38,15 +40,15 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 		}
 		awsCfg = &cfg
 	}
-	store, err := awsapp.PadStore(ctx, *awsCfg, ac, log)
+	store, err := awsapp.PadStore(*awsCfg, ac, log)
 	if err != nil {
 		return nil, err
 	}
-	h, err := app.LockerHandler(ctx, lc, store, nil, log)
+	h, err := app.LazyLockerHandler(ctx, lc, store, nil, log)
 	if err != nil {
 		return nil, err
 	}
-	return httpadapter.NewV2(h).ProxyWithContext, nil
+	return proxy(h), nil
 }
 
 func main() {

@@ -7,15 +7,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
@@ -228,6 +235,77 @@ func TestEvents(t *testing.T) {
 	if fmt.Sprint(pads) != "map[sealed:1 total:2 unsealed:1]" {
 		t.Errorf("health pads = %v, want the demo pad and the created one", pads)
 	}
+	// DynamoDB has no SQLite write-ahead log: wal_mode must not claim one (docs/aws.md).
+	if db := fmt.Sprint(r.body["database"]); db != "map[wal_mode:false writable:true]" {
+		t.Errorf("health database = %s, want writable and no WAL claim", db)
+	}
+}
+
+// TestColdStartMakesNoAWSCall builds the handler as main does (AWS config from the
+// environment) against a counting proxy in front of the endpoint: building it must send no
+// request at all; the first request then reaches DynamoDB through the same proxy.
+func TestColdStartMakesNoAWSCall(t *testing.T) {
+	st := newStack(t)
+	target, err := url.Parse(awstest.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for _, kv := range awstest.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", srv.URL)
+	env := map[string]string{"PADS_TABLE": st.table}
+	h, err := newHandler(t.Context(), func(k string) string { return env[k] }, nil, new(slog.LevelVar), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("newHandler: %v", err)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("cold start sent %d requests to AWS, want none", n)
+	}
+	want(t, "first /health", invoke(t, h, loadEvent(t, "health.json")), 200, nil)
+	if sent.Load() == 0 {
+		t.Fatalf("the first request sent nothing through the counting proxy: the count above proves nothing")
+	}
+}
+
+// TestDemoSeededOnFirstRead: on a table that has its format marker but no demo pad (a table
+// initialised by a build that wrote the marker first and failed before seeding), the first
+// read of demo-pad-v1 seeds it, byte-identical.
+func TestDemoSeededOnFirstRead(t *testing.T) {
+	st := newStack(t)
+	_, err := dynamodb.NewFromConfig(st.cfg).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(st.table),
+		Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SCHEMA"},
+			"sk": &types.AttributeValueMemberS{Value: "SCHEMA"}, "version": &types.AttributeValueMemberS{Value: "pads/1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := awstest.NewCalls()
+	h := st.handler(t, calls.Middleware)
+	want(t, "health before any demo read", invoke(t, h, loadEvent(t, "health.json")), 200, map[string]any{"pads": map[string]any{"sealed": 0, "total": 0, "unsealed": 0}})
+	if got := fmt.Sprint(calls.Take()); got != "map[GetItem:1 Query:1]" {
+		t.Errorf("first /health on a table with its marker: calls %s, want the marker read and the counters", got)
+	}
+	r := invoke(t, h, loadEvent(t, "blocks.json"))
+	want(t, "demo blocks", r, 200, map[string]any{"total_blocks": 3})
+	// The route's read (missing), the seed (6 GetItem, 5 TransactWriteItems), the re-read,
+	// the slice: internal/dynamostore/README.md's row for it.
+	if got := fmt.Sprint(calls.Take()); got != "map[GetItem:8 Query:1 TransactWriteItems:5]" {
+		t.Errorf("first demo read on a table without it: calls %s", got)
+	}
+	blocks := r.body["blocks"].([]any)
+	if last := blocks[len(blocks)-1].(map[string]any); last["curr_hash"] != locker.DemoHead {
+		t.Errorf("demo head = %v, want %s", last["curr_hash"], locker.DemoHead)
+	}
+	want(t, "health after", invoke(t, h, loadEvent(t, "health.json")), 200, map[string]any{"pads": map[string]any{"sealed": 1, "total": 1, "unsealed": 0}})
 }
 
 // TestHandoff is a whole handoff through the handler function: create, envelope, artifact
@@ -322,11 +400,12 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestCallBounds counts DynamoDB calls per route through an SDK middleware and asserts the
-// bounds documented in internal/dynamostore/README.md.
+// bounds documented in internal/dynamostore/README.md, cold start and first requests
+// included.
 func TestCallBounds(t *testing.T) {
 	calls := awstest.NewCalls()
-	h := newStack(t).handler(t, calls.Middleware)
-	calls.Take() // cold start: format marker and demo seed
+	st := newStack(t)
+	h := st.handler(t, calls.Middleware)
 	step := func(name string, bound map[string]int, fn func()) {
 		t.Helper()
 		fn()
@@ -335,6 +414,27 @@ func TestCallBounds(t *testing.T) {
 			t.Errorf("%s: DynamoDB calls %v, documented bound %v", name, got, bound)
 		}
 	}
+	step("cold start", map[string]int{}, func() {})
+	// The first call on a new table: the format marker is missing, so the demo pad is seeded
+	// (GetItem before each step and after the seal; create, 3 appends, seal) and the marker
+	// written; then the route's own Query.
+	step("first request on a new table (/health)", map[string]int{"GetItem": 7, "PutItem": 1, "Query": 1, "TransactWriteItems": 5}, func() {
+		r := invoke(t, h, loadEvent(t, "health.json"))
+		want(t, "health", r, 200, nil)
+		if fmt.Sprint(r.body["pads"]) != "map[sealed:1 total:1 unsealed:0]" {
+			t.Errorf("first /health on a new table: pads %v, want the demo pad alone", r.body["pads"])
+		}
+	})
+	// Another container on the same table: no call at cold start, one marker read with its
+	// first request.
+	h2 := st.handler(t, calls.Middleware)
+	step("cold start of a second container", map[string]int{}, func() {})
+	step("its first request (demo manifest)", map[string]int{"GetItem": 2}, func() {
+		want(t, "demo manifest", invoke(t, h2, loadEvent(t, "manifest.json")), 200, map[string]any{"head_hash": locker.DemoHead})
+	})
+	step("its second request (demo manifest)", map[string]int{"GetItem": 1}, func() {
+		want(t, "demo manifest", invoke(t, h2, loadEvent(t, "manifest.json")), 200, nil)
+	})
 	var p pad
 	var tk string
 	step("POST /v1/pads", map[string]int{"TransactWriteItems": 1}, func() { p = create(t, h) })

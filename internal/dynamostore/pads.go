@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -55,6 +56,12 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives warnings. Default: discard.
 	Logger *slog.Logger
+	// Initialize, when set, fills a new table: it runs when the first use of the store finds
+	// no format marker, on a view of the store that skips the marker check, and the marker
+	// is written only after it succeeded, so an initialisation cut short is finished by the
+	// next first use. It must be idempotent and safe to run from several processes at once.
+	// The pads Lambda seeds the demo pad here (locker.SeedDemo).
+	Initialize func(ctx context.Context, st locker.Store) error
 }
 
 // LogValue shows the table, never credentials (there are none here).
@@ -70,13 +77,24 @@ type PadStore struct {
 	attempts int
 	rand     io.Reader
 	log      *slog.Logger
+	init     func(context.Context, locker.Store) error
+	// format is the once-per-store check of the table's format marker; nil in the view
+	// that Initialize receives (the check is under way when it runs).
+	format *formatCheck
 }
 
-// New returns a PadStore for cfg after checking the table's format marker: it reads the
-// SCHEMA item (one strongly consistent GetItem), writes it if absent (conditional PutItem),
-// and refuses a table that records another FormatVersion. The read also proves the table is
-// reachable at cold start.
-func New(ctx context.Context, cfg Config) (*PadStore, error) {
+// formatCheck remembers that the table's format marker was found right. Only a success is
+// remembered: a failed check (throttling, a table of another version) is tried again by
+// the next call. sem lets one caller check at a time, the others waiting within their ctx.
+type formatCheck struct {
+	ok  atomic.Bool
+	sem chan struct{}
+}
+
+// New returns a PadStore for cfg. It makes no call: the table's format marker is checked
+// by the store's first call that reaches DynamoDB (README.md, "Format marker"), so a
+// Lambda cold start that builds the store costs no AWS call.
+func New(cfg Config) (*PadStore, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("dynamostore: Config.Client is required")
 	}
@@ -84,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*PadStore, error) {
 		return nil, errors.New("dynamostore: Config.Table is required")
 	}
 	s := &PadStore{db: cfg.Client, table: aws.String(cfg.Table), shards: cfg.CounterShards, attempts: cfg.MaxTxAttempts,
-		rand: cfg.Rand, log: cfg.Logger}
+		rand: cfg.Rand, log: cfg.Logger, init: cfg.Initialize, format: &formatCheck{sem: make(chan struct{}, 1)}}
 	if s.shards <= 0 {
 		s.shards = 16
 	}
@@ -97,10 +115,46 @@ func New(ctx context.Context, cfg Config) (*PadStore, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := s.checkFormat(ctx); err != nil {
-		return nil, fmt.Errorf("dynamostore: table %s: %w", cfg.Table, err)
-	}
 	return s, nil
+}
+
+// ready checks the table's format marker once per store, before the first call that
+// reaches DynamoDB: one strongly consistent GetItem; on a new table, Initialize and then a
+// conditional PutItem of the marker. Concurrent first calls wait for one check. An error
+// keeps only the sentinels a caller may act on (unavailable: retry later; ctx), never one
+// from inside the initialisation that could pass for the caller's own answer.
+func (s *PadStore) ready(ctx context.Context) error {
+	f := s.format
+	if f == nil || f.ok.Load() {
+		return nil
+	}
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("dynamostore: table %s: waiting for the format check: %w", *s.table, ctx.Err())
+	}
+	defer func() { <-f.sem }()
+	if f.ok.Load() {
+		return nil
+	}
+	err := s.checkFormat(ctx)
+	if err == nil {
+		f.ok.Store(true)
+		return nil
+	}
+	for _, sentinel := range []error{locker.ErrUnavailable, context.DeadlineExceeded, context.Canceled} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("dynamostore: table %s not ready: %w: %v", *s.table, sentinel, err)
+		}
+	}
+	return fmt.Errorf("dynamostore: table %s not ready: %v", *s.table, err)
+}
+
+// unchecked is the store without the format check, for Initialize.
+func (s *PadStore) unchecked() *PadStore {
+	u := *s
+	u.format = nil
+	return &u
 }
 
 // Keys and attribute names (README.md, "Data model").
@@ -190,6 +244,12 @@ func (s *PadStore) checkFormat(ctx context.Context) error {
 			}
 			return nil
 		}
+		// A new table: fill it first, so that a marker means an initialised table.
+		if s.init != nil {
+			if err := s.init(ctx, s.unchecked()); err != nil {
+				return fmt.Errorf("initialise table: %w", err)
+			}
+		}
 		item := key(pkSchema, pkSchema)
 		item[version] = str(FormatVersion)
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
@@ -201,7 +261,7 @@ func (s *PadStore) checkFormat(ctx context.Context) error {
 		if !errors.As(err, &ccf) {
 			return classify("write format marker", err)
 		}
-		// Another cold start wrote it first: read it again.
+		// Another process wrote it first: read it again.
 	}
 	return errors.New("format marker: could not be read or written")
 }
@@ -212,6 +272,9 @@ func (s *PadStore) CreatePad(ctx context.Context, np locker.NewPad) error {
 	p := np.Pad
 	if !validID(p.ID) {
 		return fmt.Errorf("create pad: invalid pad ID")
+	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("create pad: %w", err)
 	}
 	wid, err := s.writeID()
 	if err != nil {
@@ -438,6 +501,9 @@ func (s *PadStore) Pad(ctx context.Context, id string) (locker.Pad, error) {
 	if !validID(id) {
 		return locker.Pad{}, fmt.Errorf("pad: %w", locker.ErrNotFound)
 	}
+	if err := s.ready(ctx); err != nil {
+		return locker.Pad{}, fmt.Errorf("read pad: %w", err)
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: metaKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return locker.Pad{}, classify("read pad", err)
@@ -467,6 +533,9 @@ func (s *PadStore) AppendBlock(ctx context.Context, b locker.Block) error {
 	}
 	if b.Seq < 0 || b.Seq > maxKeySeq {
 		return fmt.Errorf("append block: seq %d: %w", b.Seq, locker.ErrConflict)
+	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("append block: %w", err)
 	}
 	wid, err := s.writeID()
 	if err != nil {
@@ -513,6 +582,9 @@ func (s *PadStore) Seal(ctx context.Context, padID string, blockCount int, head 
 	if !validID(padID) {
 		return fmt.Errorf("seal pad: %w", locker.ErrNotFound)
 	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("seal pad: %w", err)
+	}
 	wid, err := s.writeID()
 	if err != nil {
 		return fmt.Errorf("seal pad: %w", err)
@@ -544,6 +616,9 @@ func (s *PadStore) Seal(ctx context.Context, padID string, blockCount int, head 
 func (s *PadStore) Expire(ctx context.Context, padID string) error {
 	if !validID(padID) {
 		return fmt.Errorf("expire pad: %w", locker.ErrNotFound)
+	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("expire pad: %w", err)
 	}
 	wid, err := s.writeID()
 	if err != nil {
@@ -579,6 +654,9 @@ func (s *PadStore) Blocks(ctx context.Context, padID string, from, to int) ([]lo
 	if !validID(padID) || to < from {
 		return nil, nil
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, fmt.Errorf("read blocks: %w", err)
+	}
 	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :from AND :to"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(padPK(padID)), ":from": str(blockSK(from)),
@@ -613,6 +691,9 @@ func (s *PadStore) Blocks(ctx context.Context, padID string, from, to int) ([]lo
 func (s *PadStore) PutTicket(ctx context.Context, t locker.Ticket) error {
 	if !validID(t.Hash) {
 		return fmt.Errorf("put ticket: invalid hash")
+	}
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("put ticket: %w", err)
 	}
 	wid, err := s.writeID()
 	if err != nil {
@@ -652,6 +733,9 @@ func (s *PadStore) Ticket(ctx context.Context, hash string) (locker.Ticket, erro
 	if !validID(hash) {
 		return locker.Ticket{}, fmt.Errorf("ticket: %w", locker.ErrNotFound)
 	}
+	if err := s.ready(ctx); err != nil {
+		return locker.Ticket{}, fmt.Errorf("read ticket: %w", err)
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: key(ticketPK(hash), "TKT"), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return locker.Ticket{}, classify("read ticket", err)
@@ -668,6 +752,9 @@ func (s *PadStore) Ticket(ctx context.Context, hash string) (locker.Ticket, erro
 func (s *PadStore) RecordRead(ctx context.Context, hash string, now int64) (locker.Ticket, error) {
 	if !validID(hash) {
 		return locker.Ticket{}, fmt.Errorf("record read: %w", locker.ErrNotFound)
+	}
+	if err := s.ready(ctx); err != nil {
+		return locker.Ticket{}, fmt.Errorf("record read: %w", err)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: s.table, Key: key(ticketPK(hash), "TKT"),
 		UpdateExpression:          aws.String("SET lease_started_at = if_not_exists(lease_started_at, :now) ADD redeemed_count :one"),
@@ -689,6 +776,9 @@ func (s *PadStore) HasReceipt(ctx context.Context, txHash string) (bool, error) 
 	if !validID(txHash) {
 		return false, nil
 	}
+	if err := s.ready(ctx); err != nil {
+		return false, fmt.Errorf("read receipt: %w", err)
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: key(receiptPK(txHash), "RCPT"),
 		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pk")})
 	if err != nil {
@@ -698,12 +788,19 @@ func (s *PadStore) HasReceipt(ctx context.Context, txHash string) (bool, error) 
 }
 
 // Health implements locker.Store with one strongly consistent Query of the counter shards
-// (no Scan, no write). An error means the table cannot be read.
+// (no Scan, no write of its own; the store's first call on a new table initialises it, see
+// ready). An error means the table cannot be read. Writable is true: a DynamoDB table has
+// no read-only mode (an IAM refusal surfaces on the write itself). WALMode is false: there
+// is no SQLite write-ahead log here, and durability comes from DynamoDB acknowledging a
+// write only once it is stored in several Availability Zones.
 func (s *PadStore) Health(ctx context.Context) (locker.StoreHealth, error) {
+	if err := s.ready(ctx); err != nil {
+		return locker.StoreHealth{}, fmt.Errorf("health: %w", err)
+	}
 	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkStats)}}
-	h := locker.StoreHealth{Writable: true, WALMode: true}
+	h := locker.StoreHealth{Writable: true, WALMode: false}
 	for page := 0; page < maxQueryPages; page++ {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {

@@ -20,7 +20,7 @@ func newStore(t testing.TB, apiOptions ...func(*dynamodb.Options)) *dynamostore.
 	t.Helper()
 	cfg := awstest.Config(t)
 	table := awstest.PadsTable(t, cfg)
-	s, err := dynamostore.New(t.Context(), dynamostore.Config{Client: dynamodb.NewFromConfig(cfg, apiOptions...), Table: table})
+	s, err := dynamostore.New(dynamostore.Config{Client: dynamodb.NewFromConfig(cfg, apiOptions...), Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}

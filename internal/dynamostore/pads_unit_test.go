@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -74,7 +75,7 @@ func (f *fakeAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWri
 
 func newFakeStore(t *testing.T, f *fakeAPI) *PadStore {
 	t.Helper()
-	s, err := New(t.Context(), Config{Client: f, Table: "pads", MaxTxAttempts: 3})
+	s, err := New(Config{Client: f, Table: "pads", MaxTxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,19 +236,190 @@ func TestHealthAndFormat(t *testing.T) {
 	if _, err := s.Health(t.Context()); err == nil {
 		t.Errorf("Health of an unreadable table succeeded")
 	}
-	_, err = New(t.Context(), Config{Client: &schemaFake{v: "pads/0"}, Table: "pads"})
-	if err == nil || !strings.Contains(err.Error(), `"pads/0"`) {
-		t.Errorf("New on a table of another version = %v", err)
+	if h.WALMode {
+		t.Errorf("Health on DynamoDB reports wal_mode true: there is no SQLite write-ahead log")
 	}
 }
 
-type schemaFake struct {
+// markerFake is a DynamoDB fake for the format marker: marker is the stored version ("" for
+// none), getErr fails marker reads, and it counts calls by operation and key.
+type markerFake struct {
 	fakeAPI
-	v string
+	mu     sync.Mutex
+	marker string
+	getErr error
+	putErr error
+	calls  []string // "GetItem SCHEMA", "PutItem SCHEMA", "GetItem PAD#p1", ...
 }
 
-func (f *schemaFake) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return &dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{version: str(f.v)}}, nil
+func (f *markerFake) record(op string, k map[string]types.AttributeValue) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, op+" "+getS(k, attrPK))
+}
+
+func (f *markerFake) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+func (f *markerFake) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	f.record("GetItem", in.Key)
+	if getS(in.Key, attrPK) != pkSchema {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	f.mu.Lock()
+	v, err := f.marker, f.getErr
+	f.mu.Unlock()
+	time.Sleep(time.Millisecond) // let concurrent first calls overlap
+	if err != nil {
+		return nil, err
+	}
+	if v == "" {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{version: str(v)}}, nil
+}
+
+func (f *markerFake) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	f.record("PutItem", in.Item)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.putErr != nil {
+		return nil, f.putErr
+	}
+	if getS(in.Item, attrPK) == pkSchema {
+		if aws.ToString(in.ConditionExpression) != "attribute_not_exists(pk)" {
+			return nil, errors.New("marker written without its condition")
+		}
+		if f.marker != "" {
+			return nil, &types.ConditionalCheckFailedException{Message: aws.String("exists")}
+		}
+		f.marker = getS(in.Item, version)
+	}
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// TestFormatMarkerOnFirstUse: New makes no call; the first call checks the marker (one
+// GetItem), later calls do not; concurrent first calls share one check.
+func TestFormatMarkerOnFirstUse(t *testing.T) {
+	f := &markerFake{marker: FormatVersion}
+	s, err := New(Config{Client: f, Table: "pads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.take(); len(c) != 0 {
+		t.Fatalf("New made calls: %v", c)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Pad(t.Context(), "p1"); !errors.Is(err, locker.ErrNotFound) {
+				t.Errorf("Pad = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	c := f.take()
+	if n := strings.Count(strings.Join(c, ","), "GetItem SCHEMA"); n != 1 || len(c) != 9 {
+		t.Errorf("8 concurrent first calls: %v; want one marker read and 8 pad reads", c)
+	}
+	if _, err := s.Pad(t.Context(), "p1"); !errors.Is(err, locker.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if c := f.take(); fmt.Sprint(c) != "[GetItem PAD#p1]" {
+		t.Errorf("a later call: %v, want the pad read alone", c)
+	}
+}
+
+// TestFormatMarkerFailuresAreRetried: a failed check is never remembered as a success, and
+// its error carries no sentinel but unavailability (never a not-found of its own).
+func TestFormatMarkerFailuresAreRetried(t *testing.T) {
+	throttled := &smithy.GenericAPIError{Code: "ThrottlingException", Message: "slow down"}
+	f := &markerFake{marker: FormatVersion, getErr: throttled}
+	s, err := New(Config{Client: f, Table: "pads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pad(t.Context(), "p1"); !errors.Is(err, locker.ErrUnavailable) || errors.Is(err, locker.ErrNotFound) {
+		t.Errorf("Pad while the marker read is throttled = %v, want unavailable", err)
+	}
+	if c := f.take(); fmt.Sprint(c) != "[GetItem SCHEMA]" {
+		t.Errorf("calls = %v: the pad must not be read before the marker was", c)
+	}
+	f.mu.Lock()
+	f.getErr = nil
+	f.marker = "pads/0"
+	f.mu.Unlock()
+	for range 2 {
+		_, err := s.Health(t.Context())
+		if err == nil || !strings.Contains(err.Error(), `"pads/0"`) || errors.Is(err, locker.ErrUnavailable) {
+			t.Errorf("Health on a table of another version = %v", err)
+		}
+		if err := s.AppendBlock(t.Context(), locker.Block{PadID: "p1"}); err == nil || errors.Is(err, locker.ErrConflict) || errors.Is(err, locker.ErrNotFound) {
+			t.Errorf("append on a table of another version = %v", err)
+		}
+	}
+	if c := f.take(); fmt.Sprint(c) != "[GetItem SCHEMA GetItem SCHEMA GetItem SCHEMA GetItem SCHEMA]" {
+		t.Errorf("calls = %v: every call must re-check and none may reach the table", c)
+	}
+	f.mu.Lock()
+	f.marker = FormatVersion
+	f.mu.Unlock()
+	if _, err := s.Health(t.Context()); err != nil {
+		t.Errorf("Health once the marker is right: %v", err)
+	}
+}
+
+// TestNewTableInitialised: on a table without a marker, Initialize runs first (on a view
+// that does not check the marker again), then the marker is written; an Initialize or
+// marker-write failure leaves no marker and is retried by the next call.
+func TestNewTableInitialised(t *testing.T) {
+	f := &markerFake{}
+	var inits int
+	fail := errors.New("seed failed")
+	var initErr error
+	s, err := New(Config{Client: f, Table: "pads", Initialize: func(ctx context.Context, st locker.Store) error {
+		inits++
+		if _, err := st.Pad(ctx, locker.DemoPadID); !errors.Is(err, locker.ErrNotFound) {
+			return err
+		}
+		return initErr
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initErr = fail
+	if _, err := s.Ticket(t.Context(), "h1"); err == nil || errors.Is(err, locker.ErrNotFound) || !strings.Contains(err.Error(), "seed failed") {
+		t.Errorf("Ticket while initialisation fails = %v", err)
+	}
+	if c := f.take(); fmt.Sprint(c) != "[GetItem SCHEMA GetItem PAD#demo-pad-v1]" {
+		t.Errorf("calls = %v: no marker may be written after a failed initialisation", c)
+	}
+	initErr = nil
+	f.putErr = &smithy.GenericAPIError{Code: "InternalServerError", Message: "oops"}
+	if _, err := s.Ticket(t.Context(), "h1"); !errors.Is(err, locker.ErrUnavailable) {
+		t.Errorf("Ticket while the marker write fails = %v, want unavailable", err)
+	}
+	f.take()
+	f.putErr = nil
+	if _, err := s.Ticket(t.Context(), "h1"); !errors.Is(err, locker.ErrNotFound) {
+		t.Errorf("Ticket after a good initialisation = %v", err)
+	}
+	if c := f.take(); fmt.Sprint(c) != "[GetItem SCHEMA GetItem PAD#demo-pad-v1 PutItem SCHEMA GetItem TKT#h1]" {
+		t.Errorf("calls = %v", c)
+	}
+	if inits != 3 || f.marker != FormatVersion {
+		t.Errorf("Initialize ran %d times (want 3), marker %q", inits, f.marker)
+	}
+	if _, err := s.Ticket(t.Context(), "h1"); !errors.Is(err, locker.ErrNotFound) || inits != 3 {
+		t.Errorf("a later call re-initialised (%d) or failed: %v", inits, err)
+	}
 }
 
 func TestKeys(t *testing.T) {

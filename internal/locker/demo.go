@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // demoBlocks are the demo pad's three blocks, byte-identical to the Python peer's seed so the
@@ -26,7 +27,15 @@ const DemoHead = "5f77fb573937fa35d50e36ad944a8bd500343bf808d2035b7c4c29a3de5b51
 // concurrently from several processes: every step is check-and-set, so exactly one writer
 // wins each block and the others re-read and carry on. A demo pad holding anything but the
 // demo's own blocks is refused, never repaired.
-func (s *Service) SeedDemo(ctx context.Context) error {
+func (s *Service) SeedDemo(ctx context.Context) error { return SeedDemo(ctx, s.store, s.now) }
+
+// SeedDemo is Service.SeedDemo on store, for callers that seed without a service: lockerd
+// at start, and the DynamoDB store when it initialises a new table on first use. now
+// defaults to time.Now.
+func SeedDemo(ctx context.Context, store Store, now func() time.Time) error {
+	if now == nil {
+		now = time.Now
+	}
 	var heads []string // heads[i] = the demo head after i blocks
 	prev := GenesisHash
 	heads = append(heads, prev)
@@ -35,13 +44,13 @@ func (s *Service) SeedDemo(ctx context.Context) error {
 		heads = append(heads, prev)
 	}
 	for step := 0; step < 4*len(demoBlocks)+4; step++ {
-		p, err := s.store.Pad(ctx, DemoPadID)
+		p, err := store.Pad(ctx, DemoPadID)
 		if errors.Is(err, ErrNotFound) {
-			now := s.now().Unix()
+			now := now().Unix()
 			const ttl = 100 * 365 * 24 * 3600
 			np := NewPad{Pad: Pad{ID: DemoPadID, WriteKeyHash: HashSecret(DemoWriteKey), State: StateOpen, CreatedAt: now,
 				ExpiresAt: now + ttl, MaxBlocks: DefaultMaxBlocks, MaxBytes: MaxPadBytes, HeadHash: GenesisHash}}
-			if err := s.store.CreatePad(ctx, np); err != nil && !errors.Is(err, ErrConflict) {
+			if err := store.CreatePad(ctx, np); err != nil && !errors.Is(err, ErrConflict) {
 				return fmt.Errorf("seed demo pad: %w", err)
 			}
 			continue
@@ -61,12 +70,12 @@ func (s *Service) SeedDemo(ctx context.Context) error {
 		case n < len(demoBlocks):
 			d := demoBlocks[n]
 			b := Block{PadID: DemoPadID, Seq: n, PrevHash: heads[n], CurrHash: heads[n+1], ContentType: d.contentType,
-				Payload: []byte(d.payload), CreatedAt: s.now().Unix()}
-			if err := s.store.AppendBlock(ctx, b); err != nil && !errors.Is(err, ErrConflict) {
+				Payload: []byte(d.payload), CreatedAt: now().Unix()}
+			if err := store.AppendBlock(ctx, b); err != nil && !errors.Is(err, ErrConflict) {
 				return fmt.Errorf("seed demo pad block %d: %w", n, err)
 			}
 		default:
-			if err := s.store.Seal(ctx, DemoPadID, n, p.HeadHash, s.now().Unix()); err != nil && !errors.Is(err, ErrConflict) {
+			if err := store.Seal(ctx, DemoPadID, n, p.HeadHash, now().Unix()); err != nil && !errors.Is(err, ErrConflict) {
 				return fmt.Errorf("seal demo pad: %w", err)
 			}
 		}

@@ -84,3 +84,31 @@ func TestSeedDemoRefusesAForeignPad(t *testing.T) {
 		t.Errorf("SeedDemo on a foreign demo pad = %v", err)
 	}
 }
+
+// TestDemoSeededOnFirstRead: a service whose store was not seeded at start (the pads
+// Lambda's) seeds the demo pad when a request reads it and finds it missing, so the demo
+// answers at once and byte-identical; other unknown pads stay unknown.
+func TestDemoSeededOnFirstRead(t *testing.T) {
+	svc, st := newService(t)
+	m, err := svc.Manifest(t.Context(), locker.DemoPadID)
+	if err != nil {
+		t.Fatalf("manifest of the unseeded demo pad: %v", err)
+	}
+	if m.State != locker.StateSealed || m.BlockCount != 3 || m.HeadHash != locker.DemoHead {
+		t.Errorf("demo manifest = %+v, want sealed, 3 blocks, head %s", m, locker.DemoHead)
+	}
+	sl, err := svc.ReadBlocks(t.Context(), locker.DemoPadID, "", 0, 0, false)
+	if err != nil || len(sl.Blocks) != 3 || sl.Blocks[2].CurrHash != locker.DemoHead {
+		t.Fatalf("demo blocks = %+v, %v", sl, err)
+	}
+	h, err := st.Health(t.Context())
+	if err != nil || h.Pads != (locker.PadCounts{Total: 1, Sealed: 1}) {
+		t.Errorf("after the first read: %+v, %v; want exactly the demo pad", h.Pads, err)
+	}
+	if _, err := svc.Manifest(t.Context(), "no-such-pad"); err == nil {
+		t.Errorf("an unknown pad was found")
+	}
+	if h, _ := st.Health(t.Context()); h.Pads.Total != 1 {
+		t.Errorf("reading an unknown pad created one: %+v", h.Pads)
+	}
+}

@@ -100,6 +100,6 @@ type PadCounts struct {
 // StoreHealth is what a store reports about itself for /health.
 type StoreHealth struct {
 	Writable bool // the store accepts writes (not opened or mounted read-only)
-	WALMode  bool // SQLite: journal_mode is WAL; other stores report true when durable
+	WALMode  bool // SQLite: journal_mode is WAL. Stores without a SQLite journal (DynamoDB) report false
 	Pads     PadCounts
 }

@@ -202,9 +202,17 @@ func AsError(err error) (*Error, bool) {
 	return nil, false
 }
 
-// pad reads a pad and applies lazy expiry.
+// pad reads a pad. The demo pad is seeded when a read finds it missing (a store whose owner
+// did not seed it at start, as the pads Lambda does not): the public demo is there whenever
+// it is asked for, and costs nothing while it exists.
 func (s *Service) pad(ctx context.Context, id string) (Pad, error) {
 	p, err := s.store.Pad(ctx, id)
+	if errors.Is(err, ErrNotFound) && id == DemoPadID {
+		if err := SeedDemo(ctx, s.store, s.now); err != nil {
+			return Pad{}, s.storeErr("seed demo pad", err)
+		}
+		p, err = s.store.Pad(ctx, id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return Pad{}, errPadNotFound
 	}

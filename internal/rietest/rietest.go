@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +32,7 @@ const Version = "v0.0.0-20261030222936-bef5c4ba774d"
 
 // Find returns aws-lambda-rie from PATH, else from the Go bin directory `go install`
 // writes to; missing, the test skips, or fails under AGENTGATE_REQUIRE_EXTERNAL=1.
-func Find(t *testing.T) string {
+func Find(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("aws-lambda-rie runs Linux binaries")
@@ -62,14 +64,21 @@ func Find(t *testing.T) string {
 
 // Build builds ./functions/<fn> as SAM's build-<Fn>Function target does (CGO_ENABLED=0,
 // -tags lambda.norpc), for this machine's architecture, and returns the bootstrap path.
-func Build(t *testing.T, fn string) string {
+func Build(t testing.TB, fn string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), fn, "bootstrap")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+fn)
+	return BuildPackage(t, "./functions/"+fn)
+}
+
+// BuildPackage builds the main package pkg (a path relative to the repository root) as
+// Build does, into <tempdir>/<last element of pkg>/bootstrap.
+func BuildPackage(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg), "bootstrap")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = testenv.RepoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", fn, err, b)
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
 }
@@ -97,13 +106,15 @@ type Emulator struct {
 	URL string
 	// Started is when the process was started (for cold-start figures).
 	Started time.Time
+	addr    string // host:port of URL
 	logs    *logs
+	stop    func()
 }
 
 // Logs returns what the emulator and the bootstrap printed so far (the first MiB).
 func (e *Emulator) Logs() string { return e.logs.String() }
 
-func loopbackAddr(t *testing.T) string {
+func loopbackAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,14 +125,16 @@ func loopbackAddr(t *testing.T) string {
 }
 
 // Start runs bootstrap under rie on loopback ports with env (plus PATH and a fresh HOME).
-// The emulator gets its own process group, so cleanup stops it and the bootstrap it
-// spawned by PID (SIGTERM, then SIGKILL after 5 s); a failed test logs their output.
-func Start(t *testing.T, rie, bootstrap string, env []string) *Emulator {
+// The emulator gets its own process group, so Stop (and cleanup, which calls it) stops it
+// and the bootstrap it spawned by PID (SIGTERM, then SIGKILL after 5 s); a failed test logs
+// their output. aws-lambda-rie starts the bootstrap (the Lambda init phase) only when the
+// first invocation arrives.
+func Start(t testing.TB, rie, bootstrap string, env []string) *Emulator {
 	t.Helper()
 	api, runtimeAPI := loopbackAddr(t), loopbackAddr(t)
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, bootstrap)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	e := &Emulator{URL: "http://" + api + "/2015-03-31/functions/function/invocations", logs: &logs{}}
+	e := &Emulator{URL: "http://" + api + "/2015-03-31/functions/function/invocations", addr: api, logs: &logs{}}
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	e.Started = time.Now()
@@ -130,20 +143,66 @@ func Start(t *testing.T, rie, bootstrap string, env []string) *Emulator {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			pid := cmd.Process.Pid
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		pid := cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-done
-		}
+		e.stop()
 		if t.Failed() {
 			t.Logf("%s under aws-lambda-rie:\n%s", filepath.Base(filepath.Dir(bootstrap)), e.logs.String())
 		}
 	})
 	return e
+}
+
+// Stop stops the emulator and its bootstrap now (cleanup does it otherwise). It is
+// idempotent.
+func (e *Emulator) Stop() { e.stop() }
+
+// WaitListening waits until the emulator accepts connections on its invoke address
+// (polling every 2 ms within ctx), without invoking anything: the bootstrap is not started
+// yet, so the next Invoke is a cold start whose duration can be timed on its own.
+func (e *Emulator) WaitListening(ctx context.Context) error {
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "tcp", e.addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("aws-lambda-rie not listening on %s: %w (last: %v)", e.addr, ctx.Err(), err)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// initReport is the line aws-lambda-rie logs when the init phase ends: the time from
+// starting the bootstrap to its first request for an event.
+var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+
+// InitDuration returns the init phase's duration as aws-lambda-rie reported it (from the
+// bootstrap's exec to its first request for an event), false before the report is logged.
+func (e *Emulator) InitDuration() (time.Duration, bool) {
+	m := initReport.FindStringSubmatch(e.Logs())
+	if m == nil {
+		return 0, false
+	}
+	ms, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true
 }
 
 // Invoke posts one event (JSON) and returns the function's raw result. A refused

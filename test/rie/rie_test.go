@@ -94,8 +94,10 @@ func TestHandoffUnderRIE(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	// The first invocation starts the runtime (cold start: config, AWS config, format marker,
-	// demo seed) and is answered by /health: process start to first response.
+	// The first invocation starts the runtime (cold start: config and clients, no AWS call)
+	// and is answered by /health, whose first call on this new table checks the format
+	// marker and seeds the demo pad: emulator start to first response, the emulator's own
+	// start included (BenchmarkColdStart measures init alone).
 	health, err := invoke(ctx, emu, loadEvent(t, "health.json"), true)
 	if err != nil {
 		t.Fatalf("no first response from the emulator: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
+	"github.com/agentgate-dev/agentgate/internal/locker"
 )
 
 // AWSConfig loads the AWS SDK configuration once, at cold start, through the SDK's default
@@ -28,9 +29,13 @@ func AWSConfig(ctx context.Context, c config.AWS) (aws.Config, error) {
 	return cfg, nil
 }
 
-// PadStore builds the DynamoDB pads store on awsCfg and checks the table's format marker.
-// apiOptions are added to the DynamoDB client (tests install call counters and faults).
-func PadStore(ctx context.Context, awsCfg aws.Config, c config.AWS, log *slog.Logger, apiOptions ...func(*dynamodb.Options)) (*dynamostore.PadStore, error) {
+// PadStore builds the DynamoDB pads store on awsCfg. It makes no AWS call: the store's first
+// call checks the table's format marker, and on a new table seeds the demo pad
+// (locker.SeedDemo) before writing the marker, so a new stack's first /health already
+// counts it. apiOptions are added to the DynamoDB client (tests install call counters and
+// faults).
+func PadStore(awsCfg aws.Config, c config.AWS, log *slog.Logger, apiOptions ...func(*dynamodb.Options)) (*dynamostore.PadStore, error) {
 	client := dynamodb.NewFromConfig(awsCfg, apiOptions...)
-	return dynamostore.New(ctx, dynamostore.Config{Client: client, Table: c.PadsTable, Logger: log})
+	return dynamostore.New(dynamostore.Config{Client: client, Table: c.PadsTable, Logger: log,
+		Initialize: func(ctx context.Context, st locker.Store) error { return locker.SeedDemo(ctx, st, nil) }})
 }
