@@ -152,6 +152,7 @@ func resign(r *http.Request, body []byte, service, region string) error {
 // resignAs signs r again with creds.
 func resignAs(r *http.Request, body []byte, creds aws.Credentials, service, region string) error {
 	payload := r.Header.Get("X-Amz-Content-Sha256")
+	unforwarded(r)
 	for _, h := range []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"} {
 		r.Header.Del(h)
 	}
@@ -165,7 +166,9 @@ func resignAs(r *http.Request, body []byte, creds aws.Credentials, service, regi
 	if creds.SessionToken != "" {
 		r.Header.Set("X-Amz-Security-Token", creds.SessionToken)
 	}
-	return v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = service == "s3" }).SignHTTP(r.Context(), creds, r, payload, service, region, time.Now())
+	err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = service == "s3" }).SignHTTP(r.Context(), creds, r, payload, service, region, time.Now())
+	keepForwarded(r)
+	return err
 }
 
 // secrets authorizes a Secrets Manager or SSM call on the secret's or parameter's ARN
@@ -253,6 +256,7 @@ func (g *guard) secretARN(ctx context.Context, region, id string) (string, error
 // signLiteralQuery signs an S3 request with SigV4 as moto verifies it: the canonical
 // query is the raw query's pairs sorted, not re-encoded.
 func signLiteralQuery(r *http.Request, creds aws.Credentials, region string) {
+	unforwarded(r)
 	now := time.Now().UTC()
 	amzDate, day := now.Format("20060102T150405Z"), now.Format("20060102")
 	payload := r.Header.Get("X-Amz-Content-Sha256")
@@ -293,6 +297,21 @@ func signLiteralQuery(r *http.Request, creds aws.Credentials, region string) {
 		key = m.Sum(nil)
 	}
 	r.Header.Set("Authorization", fmt.Sprintf("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s", creds.AccessKeyID, scope, signed, hex.EncodeToString(key)))
+	keepForwarded(r)
+}
+
+// unforwarded keeps a re-signed request's headers as signed: the reverse proxy in front of
+// moto would otherwise append to X-Forwarded-For (set by any proxy before this one), and a
+// signed header that changes fails moto's signature check. A nil value tells the proxy to
+// leave the header alone.
+func unforwarded(r *http.Request) {
+	r.Header.Del("X-Forwarded-For")
+}
+
+// keepForwarded tells the reverse proxy not to add X-Forwarded-For (a nil value), once
+// the request is signed without it.
+func keepForwarded(r *http.Request) {
+	r.Header["X-Forwarded-For"] = nil
 }
 
 // dynamoRequests turns one DynamoDB call into the authorization requests IAM makes of it.
