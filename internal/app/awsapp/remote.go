@@ -270,6 +270,9 @@ type DiffAnswer struct {
 	FromInspection warrant.Inspection `json:"fromInspection"`
 	ToDefinition   json.RawMessage    `json:"toDefinition"`
 	FromDefinition json.RawMessage    `json:"fromDefinition"`
+	// DefinitionsOmitted: the two definitions do not fit one Lambda response; Diff reads
+	// each version separately and fills them in.
+	DefinitionsOmitted bool `json:"definitionsOmitted,omitempty"`
 }
 
 // View is the answer as the service's DiffView (the versions hold only their canonical
@@ -298,6 +301,21 @@ func (c *Remote) Diff(ctx context.Context, server, tool, from, to string) (DiffA
 	path := toolPath(server, tool, "diff")
 	if err := c.getJSON(ctx, path, q, &d); err != nil {
 		return d, err
+	}
+	if d.DefinitionsOmitted {
+		for _, side := range []struct {
+			digest warrant.Digest
+			def    *json.RawMessage
+		}{{d.To, &d.ToDefinition}, {d.From, &d.FromDefinition}} {
+			if side.digest == "" {
+				continue
+			}
+			v, err := c.Version(ctx, server, tool, string(side.digest))
+			if err != nil {
+				return DiffAnswer{}, err
+			}
+			*side.def = v.Definition
+		}
 	}
 	if got := warrant.DigestOf(d.ToDefinition); got != d.To {
 		return DiffAnswer{}, fmt.Errorf("approvals API: GET %s: %w: the new definition hashes to %s, not %s", path, errMismatch, got, d.To)
