@@ -32,11 +32,6 @@ func cclassify(op string, err error) error {
 	return fmt.Errorf("%s: %v", op, err)
 }
 
-func condFailed(err error) bool {
-	var cf *types.ConditionalCheckFailedException
-	return errors.As(err, &cf)
-}
-
 func (c *Catalog) writeID() (string, error) {
 	var b [16]byte
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {

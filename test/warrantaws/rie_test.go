@@ -55,8 +55,10 @@ func TestEndToEndUnderRIE(t *testing.T) {
 	env := append(append(awstest.Env(t), kmstest.Env(t)...),
 		"CATALOG_TABLE="+s.c.CatalogTable, "AUDIT_KMS_KEY="+s.c.LogKey, "CRAWL_ROLE_ARN="+crawlRole, "CHECKPOINT_BUCKET="+s.c.CheckpointBucket,
 		"CHECKPOINT_S3_PATH_STYLE=1", "TOOLWARRANT_SERVERS="+string(servers), "CRAWL_DEADLINE_MARGIN=2s")
-	crawlFn := rietest.Start(t, bin, boot["crawl"], env)
-	apiFn := rietest.Start(t, bin, boot["approvals"], env)
+	// As template.yaml: the functions that read or write tool definitions have the bucket.
+	withBlobs := append(env[:len(env):len(env)], "CATALOG_BLOB_BUCKET="+s.c.CatalogBlobBucket)
+	crawlFn := rietest.Start(t, bin, boot["crawl"], withBlobs)
+	apiFn := rietest.Start(t, bin, boot["approvals"], withBlobs)
 	cpFn := rietest.Start(t, bin, boot["checkpoint"], env)
 
 	var res awsapp.CrawlResult

@@ -44,7 +44,8 @@ const (
 	alice     = "arn:aws:sts::123456789012:assumed-role/toolwarrant-approver/alice@example.com"
 )
 
-// stack is one catalog table, KMS key and checkpoint bucket, and a fixture MCP server.
+// stack is one catalog table, KMS key, checkpoint bucket and catalog object bucket, and a
+// fixture MCP server.
 type stack struct {
 	cfg    aws.Config
 	c      config.WarrantAWS
@@ -72,7 +73,8 @@ func newStack(t testing.TB) *stack {
 	srv := httptest.NewServer(mcp)
 	t.Cleanup(srv.Close)
 	s := &stack{cfg: cfg, mcp: mcp, mcpURL: srv.URL + "/mcp"}
-	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
+	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, CatalogBlobBucket: s3test.CreateVersionedBucket(t, cfg),
+		S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
 		DeadlineMargin: time.Second, Servers: []warrant.Server{{Name: "weather", URL: s.mcpURL, AllowPrivate: true}}}
 	return s
 }

@@ -18,8 +18,8 @@ import (
 // CrawlRole is the crawl role ARN FunctionEnv configures.
 const CrawlRole = "arn:aws:iam::123456789012:role/dev-toolwarrant-crawl"
 
-// FunctionEnv is a toolwarrant function's environment on a fresh catalog table, KMS key
-// and checkpoint bucket (moto, kmstest), as template.yaml sets it, with one fixture MCP
+// FunctionEnv is a toolwarrant function's environment on a fresh catalog table, KMS key,
+// checkpoint bucket and catalog object bucket (moto, kmstest), as template.yaml sets it, with one fixture MCP
 // server on loopback in TOOLWARRANT_SERVERS.
 func FunctionEnv(t *testing.T) map[string]string {
 	t.Helper()
@@ -29,5 +29,6 @@ func FunctionEnv(t *testing.T) map[string]string {
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": srv.URL + "/mcp", "allowPrivate": true}})
 	return map[string]string{"CATALOG_TABLE": awstest.CreateTable(t, cfg, "CatalogTable"), "AUDIT_KMS_KEY": kmstest.CreateKey(t, kms.NewFromConfig(cfg, kmstest.Options(t))),
 		"CHECKPOINT_BUCKET": s3test.CreateBucket(t, cfg), "CHECKPOINT_S3_PATH_STYLE": "1", "CRAWL_ROLE_ARN": CrawlRole,
+		"CATALOG_BLOB_BUCKET": s3test.CreateVersionedBucket(t, cfg),
 		"TOOLWARRANT_SERVERS": string(servers)}
 }
