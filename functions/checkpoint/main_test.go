@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
@@ -18,11 +19,15 @@ import (
 func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 
 // TestColdStartAndEvent: main's cold start, then the scheduled event on an empty log
-// (nothing to checkpoint).
+// (nothing to checkpoint), on a catalog table nothing has written yet: the function only
+// reads it (its role may only GetItem and Query; the format marker is the writers' to put).
 func TestColdStartAndEvent(t *testing.T) {
 	e := awsapptest.FunctionEnv(t)
 	cfg := awstest.Config(t)
-	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}}, slog.New(slog.DiscardHandler))
+	calls := awstest.NewCalls()
+	o := awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)},
+		DynamoDB: []func(*dynamodb.Options){func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware) }}}
+	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, o, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +35,12 @@ func TestColdStartAndEvent(t *testing.T) {
 	_ = json.Unmarshal(testenv.Event(t, "checkpoint-scheduled.json"), &ev)
 	if res, err := h(t.Context(), ev); err != nil || res.Written || res.Head.Seq != 0 {
 		t.Errorf("checkpoint of an empty log: %+v, %v", res, err)
+	}
+	got := calls.Take()
+	for op := range got {
+		if op != "GetItem" && op != "Query" {
+			t.Errorf("the checkpoint function called DynamoDB %s (calls %v); its role allows GetItem and Query only", op, got)
+		}
 	}
 	delete(e, "CHECKPOINT_BUCKET")
 	if _, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{}, slog.New(slog.DiscardHandler)); err == nil {
