@@ -81,6 +81,7 @@ after every approval, rejection or rollback and reload the gateway.` + exitCodes
 	f.DurationVar(&timeout, "timeout", gatewayconf.DefaultTimeout, "the gateway's request timeout for one processor call")
 	f.StringArrayVar(&only, "server", nil, "emit only this server (repeatable; default every server)")
 	f.StringVar(&store, "store", "catalog", storeHelp)
+	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
 	return c
 }
 

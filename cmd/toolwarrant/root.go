@@ -33,6 +33,8 @@ type app struct {
 	deps deps
 
 	flagCatalog, flagIdentity, flagLogKey, flagRemote string
+	// flagBlobBucket is --blob-bucket of the commands that take --store.
+	flagBlobBucket string
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,7 +19,6 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
-	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/logx"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -30,6 +28,10 @@ import (
 // approvals are read. "" or "catalog" is the SQLite catalog (--catalog);
 // "dynamodb:TABLE" the DynamoDB catalog; "evidence:PATH" a JSON evidence file.
 const storeHelp = "where approvals are read: `catalog` (the --catalog file, the default), dynamodb:TABLE (the catalog table on AWS) or evidence:PATH (a JSON evidence file, docs/extmcp.md)"
+
+// blobBucketHelp documents --blob-bucket, the S3 bucket of the DynamoDB catalog's large
+// objects.
+const blobBucketHelp = "with --store dynamodb:TABLE, the S3 `BUCKET` holding the catalog's large objects (env CATALOG_BLOB_BUCKET; the stack's CatalogBlobBucketName)"
 
 // evidenceStore is what serve, emit and verify-gateway read: the approved set and the
 // servers' URLs, from the catalog or from an evidence file.
@@ -61,12 +63,19 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 		if table == "" {
 			return nil, cli.Usage(cmd, "--store dynamodb:TABLE needs a table name")
 		}
+		cfg, err := config.LoadToolwarrant(a.env.Getenv)
+		if err != nil {
+			return nil, cli.Exit(cli.ExitUsage, err)
+		}
+		if cmd.Flags().Changed("blob-bucket") {
+			cfg.CatalogBlobBucket = a.flagBlobBucket
+		}
 		// The SDK's default chain: AWS_REGION, the task role, AWS_ENDPOINT_URL for tests.
 		awsCfg, err := awsapp.AWSConfig(ctx, config.AWS{MaxAttempts: 3})
 		if err != nil {
 			return nil, cli.Exit(cli.ExitUsage, err)
 		}
-		cat, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg), Table: table})
+		cat, err := awsapp.Catalog(ctx, awsCfg, awsapp.CatalogOptions{Table: table, BlobBucket: cfg.CatalogBlobBucket, S3PathStyle: cfg.S3PathStyle})
 		if err != nil {
 			return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("catalog table %s: %v", table, err))
 		}
@@ -219,6 +228,7 @@ container health checks, where distroless images have no shell).` +
 	f.StringVar(&listen, "listen", "127.0.0.1:9001", "gRPC listen `ADDRESS` (h2c)")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://`ADDRESS`/metrics (off when empty)")
 	f.StringVar(&store, "store", "catalog", storeHelp)
+	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
 	f.StringVar(&observations, "observations", "", "append observations (tools listed but not served) as JSON lines to `FILE`")
 	f.DurationVar(&refresh, "refresh", extmcp.DefaultRefresh, "re-read approvals this often")
 	f.DurationVar(&staleness, "staleness", extmcp.DefaultStaleness, "deny everything when approvals are older than this")

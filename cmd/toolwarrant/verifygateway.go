@@ -148,6 +148,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 	f.BoolVar(&asJSON, "json", false, "print one JSON document")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "bound the whole listing")
 	f.StringVar(&store, "store", "catalog", storeHelp)
+	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
 	return c
 }
 

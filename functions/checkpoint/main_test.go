@@ -7,10 +7,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
+	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/emf/emftest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -19,13 +21,17 @@ import (
 func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 
 // TestColdStartAndEvent: main's cold start, then the scheduled event on an empty log
-// (nothing to checkpoint).
+// (nothing to checkpoint), on a catalog table nothing has written yet: the function only
+// reads it (its role may only GetItem and Query; the format marker is the writers' to put).
 func TestColdStartAndEvent(t *testing.T) {
 	d := awsapptest.Deploy(t)
 	e := d.FunctionEnv(t)
 	cfg := d.Config(t, "CheckpointRole") // the function runs as its template role
 	var metrics bytes.Buffer
-	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, Metrics: &metrics}, slog.New(slog.DiscardHandler))
+	calls := awstest.NewCalls()
+	o := awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, Metrics: &metrics,
+		DynamoDB: []func(*dynamodb.Options){func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, calls.Middleware) }}}
+	h, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, o, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +43,12 @@ func TestColdStartAndEvent(t *testing.T) {
 	// main sends the EMF record to stdout, the function's log.
 	if ms, err := emftest.Lines(metrics.Bytes()); err != nil || len(ms) != 1 || ms[0].Values[awsapp.MetricCheckpointMismatch] != 0 {
 		t.Errorf("EMF records %+v, %v; want one, no mismatch", ms, err)
+	}
+	got := calls.Take()
+	for op := range got {
+		if op != "GetItem" && op != "Query" {
+			t.Errorf("the checkpoint function called DynamoDB %s (calls %v); its role allows GetItem and Query only", op, got)
+		}
 	}
 	delete(e, "CHECKPOINT_BUCKET")
 	if _, err := newHandler(t.Context(), func(k string) string { return e[k] }, &cfg, awsapp.WarrantOptions{}, slog.New(slog.DiscardHandler)); err == nil {

@@ -2,8 +2,8 @@
 // event naming servers) it lists every registered MCP server through the SSRF-guarded
 // crawler and records observations, versions and proposals in DynamoDB with KMS-signed
 // audit entries (internal/app/awsapp.CrawlHandler). Configuration: CATALOG_TABLE,
-// AUDIT_KMS_KEY, CRAWL_ROLE_ARN, TOOLWARRANT_SERVERS, CRAWL_DEADLINE_MARGIN and the
-// TOOLWARRANT_CRAWL_* bounds (internal/config).
+// CATALOG_BLOB_BUCKET, AUDIT_KMS_KEY, CRAWL_ROLE_ARN, TOOLWARRANT_SERVERS,
+// CRAWL_DEADLINE_MARGIN and the TOOLWARRANT_CRAWL_* bounds (internal/config).
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
 	t.Run("AuditRace", func(t *testing.T) { testAuditRace(t, newCatalog(t)) })
+	t.Run("LargeDefinitions", func(t *testing.T) { testLarge(t, newCatalog(t)) })
 }
 
 var t0 = time.Date(2026, 10, 12, 9, 30, 0, 123456789, time.UTC)
@@ -40,6 +42,41 @@ var t0 = time.Date(2026, 10, 12, 9, 30, 0, 123456789, time.UTC)
 func Def(tool, description string) ([]byte, warrant.Digest) {
 	b := []byte(fmt.Sprintf(`{"description":%q,"inputSchema":{"type":"object"},"name":%q}`, description, tool))
 	return b, warrant.DigestOf(b)
+}
+
+// LargeDef returns a tool definition (canonical JSON) of exactly size bytes (at least 64)
+// and its digest: the description is filled with text derived from the tool's name, so
+// two tools never share their bytes.
+func LargeDef(tool string, size int) ([]byte, warrant.Digest) {
+	head, tail := `{"description":"`, `","inputSchema":{"type":"object"},"name":`+fmt.Sprintf("%q", tool)+`}`
+	fill := size - len(head) - len(tail)
+	seed := sha256.Sum256([]byte(tool))
+	pattern := hex.EncodeToString(seed[:]) + " "
+	desc := strings.Repeat(pattern, fill/len(pattern)+1)[:max(fill, 0)]
+	b := []byte(head + desc + tail)
+	return b, warrant.DigestOf(b)
+}
+
+// LargeCrawl builds crawl seq of srv listing the named tools with definitions of the given
+// sizes (name → size); tools in known are observed without a new version.
+func LargeCrawl(srv string, seq int64, known map[string]bool, sizes map[string]int) warrant.CrawlRecord {
+	r := warrant.CrawlRecord{Crawl: warrant.Crawl{Server: srv, Seq: seq, Source: warrant.SourceCrawl,
+		StartedAt: t0.Add(time.Duration(seq) * time.Minute), FinishedAt: t0.Add(time.Duration(seq)*time.Minute + time.Second), By: "crawler"}}
+	names := make([]string, 0, len(sizes))
+	for n := range sizes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b, d := LargeDef(name, sizes[name])
+		r.Crawl.Observations = append(r.Crawl.Observations, warrant.Observation{Tool: name, Digest: d})
+		if known[name] {
+			continue
+		}
+		r.Versions = append(r.Versions, warrant.Version{Server: srv, Tool: name, Digest: d, Canonical: b, FirstSeenAt: r.Crawl.FinishedAt, FirstSeenBy: "crawler", FirstCrawl: seq})
+		r.Proposals = append(r.Proposals, warrant.Proposal{Server: srv, Tool: name, Digest: d, OpenedAt: r.Crawl.FinishedAt, Crawl: seq})
+	}
+	return r
 }
 
 func server(name string) warrant.Server {
@@ -828,4 +865,79 @@ func testServiceCheckDecision(t *testing.T, c warrant.Catalog) {
 	}
 	check("a", dA, warrant.DecisionRolledBack, false, "crawler", warrant.ErrSeparation)
 	check("sus", dS, warrant.DecisionRolledBack, true, "bob", warrant.ErrConflict) // never approved
+}
+
+// testLarge: definitions as large as a crawl accepts are stored and read back exactly —
+// 60 tools of ~73 KB and one of 2 MB in one first crawl, then one at the crawl's response
+// cap (10 MiB) — and the server's later crawls (unchanged, or with one new version) are
+// recorded too.
+func testLarge(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("big"))
+	sizes := map[string]int{"huge": 2 << 20}
+	for i := range 60 {
+		sizes[fmt.Sprintf("tool_%02d", i)] = 73<<10 + i
+	}
+	first := LargeCrawl("big", 1, nil, sizes)
+	head, err := c.AuditHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := Records(head, 1+len(first.Versions), warrant.EventVersionRecorded)
+	if err := c.RecordCrawl(ctx, first, warrant.AuditAppend{Prev: head, Records: recs}); err != nil {
+		t.Fatalf("first crawl of 60 tools of ~73 KB and one of 2 MB: %v", err)
+	}
+	roundTrip := func(v warrant.Version) {
+		t.Helper()
+		got, err := c.Version(ctx, v.Server, v.Tool, v.Digest)
+		if err != nil {
+			t.Errorf("Version(%s): %v", v.Tool, err)
+			return
+		}
+		if warrant.DigestOf(got.Canonical) != v.Digest || string(got.Canonical) != string(v.Canonical) || got.FirstCrawl != v.FirstCrawl {
+			t.Errorf("Version(%s) returned %d bytes hashing to %s, want the %d bytes of %s", v.Tool, len(got.Canonical), warrant.DigestOf(got.Canonical), len(v.Canonical), v.Digest)
+		}
+	}
+	for _, v := range first.Versions {
+		roundTrip(v)
+	}
+	if vs, err := c.Versions(ctx, "big", "huge"); err != nil || len(vs) != 1 || warrant.DigestOf(vs[0].Canonical) != vs[0].Digest || len(vs[0].Canonical) != 2<<20 {
+		t.Errorf("Versions(huge) = %d versions, %v", len(vs), err)
+	}
+	if keys, err := c.VersionKeys(ctx, "big"); err != nil || len(keys) != 61 {
+		t.Errorf("VersionKeys = %d keys, %v; want 61", len(keys), err)
+	}
+	if cr, err := c.Crawl(ctx, "big", 1); err != nil || len(cr.Observations) != 61 || cr.Observations[0].Tool != "huge" {
+		t.Errorf("Crawl(big, 1) = %d observations, %v", len(cr.Observations), err)
+	}
+	if tools, err := c.ServerTools(ctx, "big"); err != nil || len(tools) != 61 {
+		t.Errorf("ServerTools(big) = %d records, %v; want 61", len(tools), err)
+	}
+	if got, err := c.AuditRecords(ctx, 0, 1000); err != nil || len(got) != len(recs) {
+		t.Errorf("%d audit records, %v; want %d", len(got), err, len(recs))
+	}
+	huge := first.Versions[0]
+	if err := c.Decide(ctx, warrant.Decision{Server: "big", Tool: huge.Tool, Digest: huge.Digest, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
+		t.Errorf("approve the 2 MB tool: %v", err)
+	}
+
+	// Later crawls of the server: the same listing, then one more tool at the cap.
+	known := map[string]bool{}
+	for n := range sizes {
+		known[n] = true
+	}
+	mustRecord(t, c, LargeCrawl("big", 2, known, sizes))
+	sizes["cap"] = 10<<20 - 1024
+	third := LargeCrawl("big", 3, known, sizes)
+	if len(third.Versions) != 1 {
+		t.Fatalf("crawl 3 has %d new versions, want 1", len(third.Versions))
+	}
+	mustRecord(t, c, third)
+	roundTrip(third.Versions[0])
+	if srv, err := c.Server(ctx, "big"); err != nil || srv.LastCrawl != 3 {
+		t.Errorf("server after three crawls = %+v, %v", srv, err)
+	}
+	if aps, err := c.Approvals(ctx); err != nil || len(aps) != 1 || aps[0].Digest != huge.Digest {
+		t.Errorf("approvals = %+v, %v", aps, err)
+	}
 }

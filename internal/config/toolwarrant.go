@@ -49,6 +49,13 @@ type Toolwarrant struct {
 	// CrawlMaxResponseBytes is TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES, the bound on each HTTP
 	// response body from an upstream, in bytes (1 KiB to 1 GiB). Default 10 MiB.
 	CrawlMaxResponseBytes int64
+	// CatalogBlobBucket is CATALOG_BLOB_BUCKET, the S3 bucket of the DynamoDB catalog's
+	// large objects (template.yaml's CatalogBlobBucket), read by serve with --store
+	// dynamodb:TABLE (--blob-bucket overrides it). Default "": none.
+	CatalogBlobBucket string
+	// S3PathStyle is TOOLWARRANT_S3_PATH_STYLE=1: address that bucket path-style
+	// (emulators). Default false.
+	S3PathStyle bool
 	// Remote is TOOLWARRANT_REMOTE, the approvals API (the stack's ApprovalsApiUrl) that
 	// list, show, diff, approve, reject, rollback and audit export use instead of the catalog
 	// file. Default "" (the local catalog).
@@ -59,7 +66,7 @@ type Toolwarrant struct {
 func (c Toolwarrant) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("log_key", c.LogKey), slog.String("identity", c.Identity),
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
-		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.String("remote", c.Remote))
+		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote))
 }
 
 // LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
@@ -101,6 +108,14 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 		} else {
 			c.CrawlMaxResponseBytes = n
 		}
+	}
+	c.CatalogBlobBucket = catalogBlobBucket(getenv, &errs)
+	switch v := strings.TrimSpace(getenv("TOOLWARRANT_S3_PATH_STYLE")); v {
+	case "", "0", "false":
+	case "1", "true":
+		c.S3PathStyle = true
+	default:
+		errs = append(errs, fmt.Errorf("TOOLWARRANT_S3_PATH_STYLE=%q must be 1 or 0", v))
 	}
 	return c, errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -25,8 +26,14 @@ type WarrantAWS struct {
 	// CheckpointBucket is CHECKPOINT_BUCKET, template.yaml's CheckpointBucket. Required by
 	// the checkpoint function only. Default "".
 	CheckpointBucket string
-	// S3PathStyle is CHECKPOINT_S3_PATH_STYLE=1: address the bucket path-style (emulators).
-	// Default false (virtual-hosted, as AWS wants).
+	// CatalogBlobBucket is CATALOG_BLOB_BUCKET, template.yaml's CatalogBlobBucket: where
+	// the catalog keeps what is too large for a DynamoDB item (tool definitions, indexes
+	// and observations over 32 KB), by content digest. Set for the functions that read or
+	// write tool definitions (crawl, approvals). Default "": none, and a definition too
+	// large for an item is refused.
+	CatalogBlobBucket string
+	// S3PathStyle is CHECKPOINT_S3_PATH_STYLE=1: address both buckets (checkpoints, catalog
+	// objects) path-style (emulators). Default false (virtual-hosted, as AWS wants).
 	S3PathStyle bool
 	// CrawlRole is CRAWL_ROLE_ARN, the crawl function's IAM role: the identity recorded as
 	// every crawl's By, and a principal the approvals API never accepts. Required by crawl
@@ -56,7 +63,7 @@ func (c WarrantAWS) LogValue() slog.Value {
 		names[i] = s.Name
 	}
 	return slog.GroupValue(slog.String("catalog_table", c.CatalogTable), slog.String("audit_kms_key", c.LogKey),
-		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
+		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
 		slog.Any("header_secrets", c.HeaderSecrets), slog.Int("max_attempts", c.MaxAttempts), slog.Duration("deadline_margin", c.DeadlineMargin))
 }
 
@@ -81,6 +88,7 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	if need.Bucket && c.CheckpointBucket == "" {
 		errs = append(errs, errors.New("CHECKPOINT_BUCKET is not set: name the S3 bucket for audit checkpoints"))
 	}
+	c.CatalogBlobBucket = catalogBlobBucket(getenv, &errs)
 	switch v := strings.TrimSpace(getenv("CHECKPOINT_S3_PATH_STYLE")); v {
 	case "", "0", "false":
 	case "1", "true":
@@ -140,4 +148,17 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	}
 
 	return c, errors.Join(errs...)
+}
+
+// bucketName is an S3 bucket name (general purpose buckets: 3 to 63 characters).
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// catalogBlobBucket reads CATALOG_BLOB_BUCKET, the bucket of the DynamoDB catalog's large
+// objects ("" when unset).
+func catalogBlobBucket(getenv func(string) string, errs *[]error) string {
+	v := strings.TrimSpace(getenv("CATALOG_BLOB_BUCKET"))
+	if v != "" && !bucketName.MatchString(v) {
+		*errs = append(*errs, fmt.Errorf("CATALOG_BLOB_BUCKET=%q is not an S3 bucket name", v))
+	}
+	return v
 }

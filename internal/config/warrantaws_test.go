@@ -8,19 +8,20 @@ import (
 
 func TestLoadWarrantAWS(t *testing.T) {
 	env := map[string]string{"CATALOG_TABLE": "dev-toolwarrant-catalog", "AUDIT_KMS_KEY": "arn:aws:kms:us-east-1:1:key/k", "CHECKPOINT_BUCKET": "b-1",
-		"CRAWL_ROLE_ARN": "arn:aws:iam::1:role/crawl", "CHECKPOINT_S3_PATH_STYLE": "1", "CRAWL_DEADLINE_MARGIN": "5s",
+		"CRAWL_ROLE_ARN": "arn:aws:iam::1:role/crawl", "CHECKPOINT_S3_PATH_STYLE": "1", "CRAWL_DEADLINE_MARGIN": "5s", "CATALOG_BLOB_BUCKET": "dev-catalogblobbucket-1a2b3c",
 		"TOOLWARRANT_SERVERS": `[{"name":"weather","url":"https://weather.example.com/mcp","headers":[{"header":"Authorization","env":"WEATHER_TOKEN"}]}]`}
 	c, err := LoadWarrantAWS(func(k string) string { return env[k] }, WarrantAWSNeeds{Bucket: true, CrawlRole: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CatalogTable != "dev-toolwarrant-catalog" || !c.S3PathStyle || c.DeadlineMargin != 5*time.Second || len(c.Servers) != 1 ||
+	if c.CatalogTable != "dev-toolwarrant-catalog" || !c.S3PathStyle || c.CatalogBlobBucket != "dev-catalogblobbucket-1a2b3c" || c.DeadlineMargin != 5*time.Second || len(c.Servers) != 1 ||
 		c.Servers[0].Headers[0].Env != "WEATHER_TOKEN" || c.MaxAttempts != 3 {
 		t.Errorf("config = %+v", c)
 	}
-	bad := map[string]string{"CATALOG_TABLE": "x", "TOOLWARRANT_SERVERS": `[{"name":"bad name","url":"ftp://x"}]`, "CHECKPOINT_S3_PATH_STYLE": "maybe"}
+	bad := map[string]string{"CATALOG_TABLE": "x", "TOOLWARRANT_SERVERS": `[{"name":"bad name","url":"ftp://x"}]`, "CHECKPOINT_S3_PATH_STYLE": "maybe",
+		"CATALOG_BLOB_BUCKET": "Not_A_Bucket"}
 	_, err = LoadWarrantAWS(func(k string) string { return bad[k] }, WarrantAWSNeeds{Bucket: true, CrawlRole: true})
-	for _, want := range []string{"CATALOG_TABLE", "AUDIT_KMS_KEY", "CHECKPOINT_BUCKET", "CRAWL_ROLE_ARN", "TOOLWARRANT_SERVERS", "CHECKPOINT_S3_PATH_STYLE"} {
+	for _, want := range []string{"CATALOG_TABLE", "AUDIT_KMS_KEY", "CHECKPOINT_BUCKET", "CRAWL_ROLE_ARN", "TOOLWARRANT_SERVERS", "CHECKPOINT_S3_PATH_STYLE", "CATALOG_BLOB_BUCKET"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}

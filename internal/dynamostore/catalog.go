@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/agentgate-dev/agentgate/internal/blob"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -27,7 +28,8 @@ var _ warrant.Catalog = (*Catalog)(nil)
 // CatalogFormatVersion is the data-model version in the catalog table's SCHEMA item.
 const CatalogFormatVersion = "catalog/1"
 
-// Limits of the catalog driver (DynamoDB's: 400 KB per item, 100 actions per transaction).
+// Limits of the catalog driver (DynamoDB's: 400 KB per item, 100 actions per transaction;
+// the byte limits are in catalog_blob.go).
 const (
 	// maxTxItems is DynamoDB's limit of actions in one TransactWriteItems.
 	maxTxItems = 100
@@ -55,6 +57,15 @@ type CatalogConfig struct {
 	Rand io.Reader
 	// Logger receives warnings. Default: discard.
 	Logger *slog.Logger
+	// Blobs stores the payloads too large for an item — a version's canonical bytes, a
+	// server's index, a crawl's observations — by content digest (template.yaml's
+	// CatalogBlobBucket; CATALOG_BLOB_BUCKET). Optional: without it, such a payload is
+	// refused with ErrInvalid (nothing written), and an item that names an object cannot
+	// be read.
+	Blobs blob.Store
+	// MaxBlobBytes bounds one object written to Blobs (ErrInvalid above it); configure the
+	// store to read as much (s3blob.Config.MaxObjectBytes). Default DefaultMaxBlobBytes.
+	MaxBlobBytes int64
 }
 
 // Catalog is the DynamoDB implementation of warrant.Catalog (catalog.md). It is
@@ -66,6 +77,9 @@ type Catalog struct {
 	backoff  time.Duration
 	rand     io.Reader
 	log      *slog.Logger
+	blobs    blob.Store
+	maxBlob  int64
+	idxCache indexCache
 	// marked is set once the table is known to hold this version's format marker: read at
 	// construction, or written by a transaction of ours. Until then every write
 	// transaction carries the marker (see markerItem).
@@ -82,7 +96,11 @@ func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if cfg.Client == nil || cfg.Table == "" {
 		return nil, errors.New("dynamostore: CatalogConfig.Client and Table are required")
 	}
-	c := &Catalog{db: cfg.Client, table: aws.String(cfg.Table), attempts: cfg.MaxTxAttempts, backoff: cfg.Backoff, rand: cfg.Rand, log: cfg.Logger}
+	c := &Catalog{db: cfg.Client, table: aws.String(cfg.Table), attempts: cfg.MaxTxAttempts, backoff: cfg.Backoff, rand: cfg.Rand, log: cfg.Logger,
+		blobs: cfg.Blobs, maxBlob: cfg.MaxBlobBytes}
+	if c.maxBlob <= 0 {
+		c.maxBlob = DefaultMaxBlobBytes
+	}
 	if c.attempts <= 0 {
 		c.attempts = 4
 	}
@@ -348,19 +366,34 @@ type proposalIndex struct {
 	Crawl  int64          `json:"n"`
 }
 
+// index reads a server's index: one GetItem, and one object from the blob store when it
+// is kept there and not in the cache (objects are immutable: a cached one is current as
+// long as the item names it).
 func (c *Catalog) index(ctx context.Context, server string) (*index, error) {
-	item, err := c.get(ctx, "read index of "+server, pkServer(server), skIndex)
+	op := "read index of " + server
+	item, err := c.get(ctx, op, pkServer(server), skIndex)
 	if err != nil {
 		return nil, err
 	}
 	ix := &index{Tools: map[string]*toolIndex{}}
-	if item != nil {
-		if err := json.Unmarshal(bval(item, "idx"), ix); err != nil {
-			return nil, fmt.Errorf("read index of %s: %v", server, err)
+	if item == nil {
+		return ix, nil
+	}
+	key := sval(item, "blob")
+	raw := c.idxCache.get(key)
+	if raw == nil {
+		if raw, err = c.load(ctx, op, item, "idx"); err != nil {
+			return nil, err
 		}
-		if ix.Tools == nil {
-			ix.Tools = map[string]*toolIndex{}
+		if key != "" {
+			c.idxCache.put(key, raw)
 		}
+	}
+	if err := json.Unmarshal(raw, ix); err != nil {
+		return nil, fmt.Errorf("%s: %v", op, err)
+	}
+	if ix.Tools == nil {
+		ix.Tools = map[string]*toolIndex{}
 	}
 	return ix, nil
 }
@@ -394,9 +427,17 @@ func (c *Catalog) Crawl(ctx context.Context, server string, seq int64) (warrant.
 	head := items[0]
 	cr := warrant.Crawl{Server: server, Seq: seq, Source: warrant.Source(sval(head, "source")), StartedAt: tval(head, "started_at"),
 		FinishedAt: tval(head, "finished_at"), By: sval(head, "by"), Observations: []warrant.Observation{}}
+	// The observations are in the head item, in the blob store (the head names the
+	// object), or, as written before the blob store, in chunks CRAWL#<seq>#<k>.
 	var raw []byte
-	for _, it := range items {
-		raw = append(raw, bval(it, "obs")...)
+	if sval(head, "blob") != "" {
+		if raw, err = c.load(ctx, fmt.Sprintf("read crawl %s #%d", server, seq), head, "obs"); err != nil {
+			return warrant.Crawl{}, err
+		}
+	} else {
+		for _, it := range items {
+			raw = append(raw, bval(it, "obs")...)
+		}
 	}
 	var obs []struct {
 		T string         `json:"t"`
@@ -414,40 +455,65 @@ func (c *Catalog) Crawl(ctx context.Context, server string, seq int64) (warrant.
 	return cr, nil
 }
 
-func versionOf(server string, item map[string]types.AttributeValue) warrant.Version {
-	return warrant.Version{Server: server, Tool: sval(item, "tool"), Digest: warrant.Digest(sval(item, "digest")), Canonical: bval(item, "canonical"),
+// versionOf reads the version an item holds: its canonical bytes inline or from the blob
+// store, checked against the version's digest either way (bytes that are not the
+// digest's are an error, never served).
+func (c *Catalog) versionOf(ctx context.Context, server string, item map[string]types.AttributeValue) (warrant.Version, error) {
+	v := warrant.Version{Server: server, Tool: sval(item, "tool"), Digest: warrant.Digest(sval(item, "digest")),
 		FirstSeenAt: tval(item, "first_seen_at"), FirstSeenBy: sval(item, "first_seen_by"), FirstCrawl: nval(item, "first_crawl")}
+	op := fmt.Sprintf("read version %s/%s %s", server, v.Tool, v.Digest)
+	b, err := c.load(ctx, op, item, "canonical")
+	if err != nil {
+		return warrant.Version{}, err
+	}
+	if warrant.DigestOf(b) != v.Digest {
+		return warrant.Version{}, fmt.Errorf("%s: the stored bytes hash to %s: the version was altered or damaged, and is not served", op, warrant.DigestOf(b))
+	}
+	v.Canonical = b
+	return v, nil
 }
 
 func toolKeyOK(tool string) bool {
 	return tool != "" && len(tool) <= maxKeyPart && utf8.ValidString(tool)
 }
 
-// Version implements warrant.Catalog: one GetItem.
+// Version implements warrant.Catalog: one GetItem, and one object read from the blob
+// store for a version kept there.
 func (c *Catalog) Version(ctx context.Context, server, tool string, d warrant.Digest) (warrant.Version, error) {
+	item, err := c.versionItem(ctx, server, tool, d)
+	if err != nil {
+		return warrant.Version{}, err
+	}
+	return c.versionOf(ctx, server, item)
+}
+
+// versionItem returns a visible version's item (its bytes not read): ErrNotFound for no
+// item, or for a staged one the server's index does not list.
+func (c *Catalog) versionItem(ctx context.Context, server, tool string, d warrant.Digest) (map[string]types.AttributeValue, error) {
 	if warrant.ValidateServerName(server) != nil || !toolKeyOK(tool) || !d.Valid() {
-		return warrant.Version{}, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
+		return nil, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
 	}
 	item, err := c.get(ctx, "read version", pkServer(server), skVersion(tool, d))
 	if err != nil {
-		return warrant.Version{}, err
+		return nil, err
 	}
 	if item != nil && boolval(item, "staged") {
 		ix, err := c.index(ctx, server)
 		if err != nil {
-			return warrant.Version{}, err
+			return nil, err
 		}
 		if t := ix.Tools[tool]; t == nil || !slices.Contains(t.Versions, d) {
 			item = nil // an orphan of a crawl that failed
 		}
 	}
 	if item == nil {
-		return warrant.Version{}, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
+		return nil, fmt.Errorf("version %s/%s %s: %w", server, tool, d, warrant.ErrNotFound)
 	}
-	return versionOf(server, item), nil
+	return item, nil
 }
 
-// Versions implements warrant.Catalog: one Query of the tool's version items.
+// Versions implements warrant.Catalog: one Query of the tool's version items, and one
+// object read from the blob store for each version kept there.
 func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.Version, error) {
 	out := []warrant.Version{}
 	if warrant.ValidateServerName(server) != nil || !toolKeyOK(tool) {
@@ -472,7 +538,11 @@ func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.
 				continue // an orphan of a crawl that failed
 			}
 		}
-		out = append(out, versionOf(server, it))
+		v, err := c.versionOf(ctx, server, it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	slices.SortStableFunc(out, func(a, b warrant.Version) int {
 		if a.FirstCrawl != b.FirstCrawl {

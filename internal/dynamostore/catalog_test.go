@@ -28,8 +28,10 @@ func newCatalog(t *testing.T, opts ...func(*dynamodb.Options)) *dynamostore.Cata
 	return c
 }
 
+// TestCatalogConformance runs the suite on a catalog with its blob store (template.yaml's
+// CatalogBlobBucket, on the same endpoint), as the functions are deployed.
 func TestCatalogConformance(t *testing.T) {
-	catalogtest.Run(t, func(t *testing.T) warrant.Catalog { return newCatalog(t) })
+	catalogtest.Run(t, func(t *testing.T) warrant.Catalog { return newStack(t, true).catalog(t, nil, nil) })
 }
 
 // TestCatalogLargeCrawl: a first crawl with more new versions than one transaction holds

@@ -32,11 +32,6 @@ func cclassify(op string, err error) error {
 	return fmt.Errorf("%s: %v", op, err)
 }
 
-func condFailed(err error) bool {
-	var cf *types.ConditionalCheckFailedException
-	return errors.As(err, &cf)
-}
-
 func (c *Catalog) writeID() (string, error) {
 	var b [16]byte
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
@@ -270,10 +265,19 @@ func validateCrawl(r warrant.CrawlRecord) error {
 	return nil
 }
 
-// RecordCrawl implements warrant.Catalog (catalog.md): it reads the server
-// and its index, then writes one TransactWriteItems: the server's last_crawl advanced on
-// the condition last_crawl = seq-1, the crawl item(s), each new version put with
-// attribute_not_exists, the index if it changed, and the audit records with the head.
+// RecordCrawl implements warrant.Catalog (catalog.md, "RecordCrawl"): it reads the server
+// and its index, checks that everything fits DynamoDB's limits (ErrInvalid, nothing
+// written, when it cannot), then writes, each step idempotent:
+//
+//  1. the payloads too large for an item to the blob store, put-if-absent by content key;
+//  2. the new versions the transaction has no room for (100 items, txBudget bytes), staged:
+//     put with attribute_not_exists and staged = true, invisible until an index lists them;
+//  3. one TransactWriteItems: the server's last_crawl advanced on the condition
+//     last_crawl = seq-1, the crawl item(s), the other new versions, the index if it
+//     changed, and the audit records with the head.
+//
+// A failure at any step leaves only what nothing reads: objects no item names, staged
+// versions no index lists. The next crawl of the same digests adopts them.
 func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warrant.AuditAppend) error {
 	if err := validateCrawl(r); err != nil {
 		return err
@@ -299,6 +303,7 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	pending := pendingBlobs{}
 	pk := pkServer(cr.Server)
 	lsc := nval(srv, "last_source_crawl")
 	if cr.Source == warrant.SourceCrawl {
@@ -309,42 +314,56 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 		ConditionExpression:                 aws.String("last_crawl = :prev"),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":seq": num(cr.Seq), ":lsc": num(lsc), ":prev": num(cr.Seq - 1), ":wid": str(wid)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}}
-	// The crawl item, its observations packed in chunks.
+	putNew := func(item map[string]types.AttributeValue) txItem {
+		return txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}}
+	}
+	// The crawl item: its observations in the blob store when large and one is
+	// configured, else packed in chunks (CRAWL#<seq>, then #<k>) of the transaction.
 	obs := obsJSON(cr.Observations)
-	for k := 0; k == 0 || k*chunkBytes < len(obs); k++ {
-		part := obs[k*chunkBytes : min(len(obs), (k+1)*chunkBytes)]
-		sk := skCrawl(cr.Seq)
-		if k > 0 {
-			sk += fmt.Sprintf("#%04d", k)
+	head := with(keyOf(pk, skCrawl(cr.Seq)), "source", str(string(cr.Source)), "started_at", tstr(cr.StartedAt), "finished_at", tstr(cr.FinishedAt),
+		"by", str(cr.By), "tools", num(int64(len(cr.Observations))))
+	if c.blobs != nil && len(obs) > blobAbove {
+		attrs, err := c.payload(op, "the crawl's observations", "obs", obs, pending)
+		if err != nil {
+			return err
 		}
-		item := with(keyOf(pk, sk), "obs", bin(part))
-		if k == 0 {
-			item = with(item, "source", str(string(cr.Source)), "started_at", tstr(cr.StartedAt), "finished_at", tstr(cr.FinishedAt), "by", str(cr.By),
-				"tools", num(int64(len(cr.Observations))))
+		items = append(items, putNew(with(head, attrs...)))
+	} else {
+		for k := 0; k == 0 || k*chunkBytes < len(obs); k++ {
+			part := obs[k*chunkBytes : min(len(obs), (k+1)*chunkBytes)]
+			item := with(head, "obs", bin(part))
+			if k > 0 {
+				item = with(keyOf(pk, fmt.Sprintf("%s#%04d", skCrawl(cr.Seq), k)), "obs", bin(part))
+			}
+			items = append(items, putNew(item))
 		}
-		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
 	}
 	// Versions, put if absent; one already stored must hold the same bytes.
 	var verItems []map[string]types.AttributeValue
 	for _, v := range r.Versions {
 		t := ix.Tools[v.Tool]
 		if t != nil && slices.Contains(t.Versions, v.Digest) {
-			old, err := c.Version(ctx, cr.Server, v.Tool, v.Digest)
+			old, err := c.get(ctx, op, pk, skVersion(v.Tool, v.Digest))
 			if err != nil {
 				return err
 			}
-			if string(old.Canonical) != string(v.Canonical) {
+			if !sameVersion(old, map[string]types.AttributeValue{"digest": str(string(v.Digest)), "canonical": bin(v.Canonical)}) {
 				return fmt.Errorf("%s: version %s/%s is stored with other bytes: %w", op, v.Tool, string(v.Digest), warrant.ErrConflict)
 			}
 			continue
 		}
+		attrs, err := c.payload(op, fmt.Sprintf("version %s/%s %s", v.Server, v.Tool, v.Digest), "canonical", v.Canonical, pending)
+		if err != nil {
+			return err
+		}
+		item := with(keyOf(pk, skVersion(v.Tool, v.Digest)), append([]any{"tool", str(v.Tool), "digest", str(string(v.Digest)),
+			"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)}, attrs...)...)
 		if t == nil {
 			t = &toolIndex{}
 			ix.Tools[v.Tool] = t
 		}
 		t.Versions = append(t.Versions, v.Digest)
-		verItems = append(verItems, with(keyOf(pk, skVersion(v.Tool, v.Digest)), "tool", str(v.Tool), "digest", str(string(v.Digest)), "canonical", bin(v.Canonical),
-			"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)))
+		verItems = append(verItems, item)
 	}
 	// Proposals: recorded in the index (the versions carry the history of when they were
 	// first seen); one already there is left as it is.
@@ -389,34 +408,60 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 		}
 	}
 	if after, _ := json.Marshal(ix); string(after) != string(before) {
-		if len(after) > 350<<10 {
-			return fmt.Errorf("%s: the server's index would exceed 350 KB (too many tools or versions for one server): %w", op, warrant.ErrInvalid)
+		attrs, err := c.payload(op, "the server's index (its tools, versions and proposals)", "idx", after, pending)
+		if err != nil {
+			return err
 		}
-		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: with(keyOf(pk, skIndex), "idx", bin(after))}}})
+		items = append(items, txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: with(keyOf(pk, skIndex), attrs...)}}})
 	}
 	aud, err := c.auditItems(op, a, wid)
 	if err != nil {
 		return err
 	}
-	// One transaction holds at most 100 items. Versions beyond what fits are staged first:
-	// put with attribute_not_exists and staged = true, invisible (Version, Versions) until
-	// the index written by the transaction lists them. A crawl that then fails leaves only
-	// invisible orphans, which the next crawl of the same digest adopts (same bytes).
-	budget := maxTxItems - len(items) - len(aud) - 1 // one for the format marker, if it must ride along
-	if budget < 0 {
-		budget = 0
+	items = append(items, aud...)
+	// The transaction: the items above, and as many new versions as fit within 100 items
+	// and txBudget bytes, the format marker included; the rest are staged.
+	n, size := len(items), 0
+	if m := c.markerItem(); m != nil {
+		n, size = n+1, txItemSize(m.item)
 	}
-	for i, item := range verItems {
-		if i < budget {
+	for _, it := range items {
+		s := txItemSize(it.item)
+		if s > maxItemBytes {
+			return fmt.Errorf("%s: an item of the write would hold %d bytes, more than DynamoDB's %d: %w", op, s, maxItemBytes, warrant.ErrInvalid)
+		}
+		size += s
+	}
+	if n > maxTxItems || size > txBudget {
+		hint := "configure a blob store for the catalog (CATALOG_BLOB_BUCKET) to keep large objects out of it"
+		if c.blobs != nil {
+			hint = "too many audit records for one write"
+		}
+		return fmt.Errorf("%s: the crawl's record needs %d items and %d bytes in one DynamoDB transaction (at most %d and %d): %s: %w",
+			op, n, size, maxTxItems, txBudget, hint, warrant.ErrInvalid)
+	}
+	var staged []map[string]types.AttributeValue
+	for _, item := range verItems {
+		s := itemSize(item)
+		if n < maxTxItems && size+s <= txBudget {
+			// An orphan of a failed crawl (staged, listed by no index) may hold this key:
+			// it is this very version (the digest is in the key), replaced by the put.
 			items = append(items, txItem{role: roleVersion, item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item,
-				ConditionExpression: aws.String("attribute_not_exists(pk)")}}})
+				ConditionExpression:       aws.String("attribute_not_exists(pk) OR staged = :staged"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":staged": boolean(true)}}}})
+			n, size = n+1, size+s
 			continue
 		}
-		if err := c.stage(ctx, op, cr.Server, with(item, "staged", boolean(true))); err != nil {
+		staged = append(staged, with(item, "staged", boolean(true)))
+	}
+	if len(pending) > 0 {
+		if err := c.putBlobs(ctx, op, pending); err != nil {
 			return err
 		}
 	}
-	items = append(items, aud...)
+	if err := forEach(ctx, len(staged), func(ctx context.Context, i int) error { return c.stage(ctx, op, cr.Server, staged[i]) }); err != nil {
+		return err
+	}
 	res, err := c.transact(ctx, op, wid, items)
 	if err != nil || res == nil {
 		return err
@@ -447,7 +492,7 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		return fmt.Errorf("decision on %s/%s: malformed server, tool or digest: %w", d.Server, d.Tool, warrant.ErrInvalid)
 	}
 	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
-	if _, err := c.Version(ctx, d.Server, d.Tool, d.Digest); err != nil {
+	if _, err := c.versionItem(ctx, d.Server, d.Tool, d.Digest); err != nil {
 		return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, err)
 	}
 	wid, err := c.writeID()
@@ -543,7 +588,7 @@ func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error 
 }
 
 // stage puts a version item outside the crawl's transaction (see RecordCrawl). One already
-// there with the same bytes (an orphan of a failed crawl, or a racing crawl's) is fine.
+// there holding the same version (an orphan of a failed crawl, or a racing crawl's) is fine.
 func (c *Catalog) stage(ctx context.Context, op, server string, item map[string]types.AttributeValue) error {
 	_, err := c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
@@ -554,14 +599,14 @@ func (c *Catalog) stage(ctx context.Context, op, server string, item map[string]
 	if !errors.As(err, &cf) {
 		return cclassify(op+": stage version", err)
 	}
-	if cf.Item != nil && string(bval(cf.Item, "canonical")) == string(bval(item, "canonical")) {
+	if sameVersion(cf.Item, item) {
 		return nil
 	}
 	old, gerr := c.get(ctx, op, pkServer(server), sval(item, "sk"))
 	if gerr != nil {
 		return gerr
 	}
-	if old != nil && string(bval(old, "canonical")) == string(bval(item, "canonical")) {
+	if sameVersion(old, item) {
 		return nil
 	}
 	return fmt.Errorf("%s: version %s is stored with other bytes: %w", op, sval(item, "sk"), warrant.ErrConflict)

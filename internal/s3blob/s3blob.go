@@ -1,6 +1,8 @@
 // Package s3blob is the S3 driver of the blob.Store port: write-once objects in one bucket
 // (toolwarrant's audit checkpoints, template.yaml's CheckpointBucket: versioned, Object Lock
-// in governance mode). See README.md for the key layout and the write algorithm.
+// in governance mode; and the DynamoDB catalog's large objects, CatalogBlobBucket, whose
+// MaxObjectBytes must cover them: dynamostore.DefaultMaxBlobBytes). See README.md for the
+// key layout and the write algorithm.
 package s3blob
 
 import (

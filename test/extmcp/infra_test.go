@@ -88,6 +88,9 @@ type container struct {
 	HealthCheck *struct {
 		Command []string `json:"command"`
 	} `json:"healthCheck"`
+	Environment []struct {
+		Name, Value string
+	} `json:"environment"`
 	DependsOn []struct {
 		ContainerName, Condition string
 	} `json:"dependsOn"`
@@ -136,6 +139,9 @@ func TestECSTaskDefinition(t *testing.T) {
 	if i := slices.Index(p.Command, "--listen"); i < 0 || p.Command[i+1] != "127.0.0.1:9001" || p.Command[0] != "serve" {
 		t.Errorf("processor command %v: want serve --listen 127.0.0.1:9001", p.Command)
 	}
+	if len(p.Environment) != 1 || p.Environment[0].Name != "CATALOG_BLOB_BUCKET" || p.Environment[0].Value != "${CATALOG_BLOB_BUCKET}" {
+		t.Errorf("processor environment %+v: want CATALOG_BLOB_BUCKET, the bucket of the catalog's large objects", p.Environment)
+	}
 	if p.HealthCheck == nil || !slices.Contains(p.HealthCheck.Command, "--probe") {
 		t.Errorf("processor health check %+v: want serve --probe", p.HealthCheck)
 	}
@@ -168,7 +174,7 @@ func TestProcessorRoleIsLeastPrivilege(t *testing.T) {
 	if err := json.Unmarshal(readInfra(t, "infra/ecs/processor-task-role-policy.json"), &pol); err != nil {
 		t.Fatal(err)
 	}
-	allowed := map[string]bool{"dynamodb:GetItem": true, "dynamodb:Query": true, "elasticfilesystem:ClientMount": true}
+	allowed := map[string]bool{"dynamodb:GetItem": true, "dynamodb:Query": true, "s3:GetObject": true, "elasticfilesystem:ClientMount": true}
 	for _, s := range pol.Statement {
 		if s.Effect != "Allow" {
 			continue
@@ -176,6 +182,9 @@ func TestProcessorRoleIsLeastPrivilege(t *testing.T) {
 		for _, a := range s.Action {
 			if !allowed[a] || strings.Contains(a, "*") {
 				t.Errorf("action %q: the processor only reads the catalog and mounts its config read-only", a)
+			}
+			if a == "s3:GetObject" && string(s.Resource) != `"arn:aws:s3:::${CATALOG_BLOB_BUCKET}/catalog/*"` {
+				t.Errorf("s3:GetObject on %s: only the catalog's objects", s.Resource)
 			}
 		}
 		if strings.Contains(string(s.Resource), `"*"`) || strings.Contains(string(s.Resource), ":*") {

@@ -51,11 +51,16 @@ func TestEndToEndUnderRIE(t *testing.T) {
 		boot[fn] = rietest.Build(t, fn)
 	}
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": s.mcpURL, "allowPrivate": true}})
-	// Each function runs as its template role: the credentials of its assumed session.
+	// Each function runs as its template role: the credentials of its assumed session, and
+	// the environment template.yaml gives it (the catalog bucket for crawl and approvals).
 	env := func(role string) []string {
-		return append(append(s.dep.Roles[role].Env(t), kmstest.Env(t)...),
+		e := append(append(s.dep.Roles[role].Env(t), kmstest.Env(t)...),
 			"CATALOG_TABLE="+s.c.CatalogTable, "AUDIT_KMS_KEY="+s.c.LogKey, "CRAWL_ROLE_ARN="+crawlRole, "CHECKPOINT_BUCKET="+s.c.CheckpointBucket,
 			"CHECKPOINT_S3_PATH_STYLE=1", "TOOLWARRANT_SERVERS="+string(servers), "CRAWL_DEADLINE_MARGIN=2s")
+		if role != "CheckpointRole" {
+			e = append(e, "CATALOG_BLOB_BUCKET="+s.c.CatalogBlobBucket)
+		}
+		return e
 	}
 	crawlFn := rietest.Start(t, bin, boot["crawl"], env("CrawlRole"))
 	apiFn := rietest.Start(t, bin, boot["approvals"], env("ApprovalsRole"))

@@ -44,9 +44,9 @@ const (
 	alice     = "arn:aws:sts::123456789012:assumed-role/toolwarrant-approver/alice@example.com"
 )
 
-// stack is one deployment (catalog table, KMS key, checkpoint bucket, the three function
-// roles: awsapptest.Deploy) and a fixture MCP server. cfg is the administrator's (what
-// the oracle reads with); each function runs as its role.
+// stack is one deployment (catalog table, KMS key, checkpoint bucket, catalog object
+// bucket, the three function roles: awsapptest.Deploy) and a fixture MCP server. cfg is
+// the administrator's (what the oracle reads with); each function runs as its role.
 type stack struct {
 	cfg    aws.Config
 	dep    *awsapptest.Deployment
@@ -79,7 +79,8 @@ func newStack(t testing.TB) *stack {
 	srv := httptest.NewServer(mcp)
 	t.Cleanup(srv.Close)
 	s := &stack{cfg: cfg, dep: dep, mcp: mcp, mcpURL: srv.URL + "/mcp"}
-	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
+	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, CatalogBlobBucket: dep.BlobBucket,
+		S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
 		DeadlineMargin: time.Second, Servers: []warrant.Server{{Name: "weather", URL: s.mcpURL, AllowPrivate: true}}}
 	return s
 }

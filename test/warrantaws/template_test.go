@@ -210,6 +210,56 @@ func TestTemplatePolicies(t *testing.T) {
 		get(b, "VersioningConfiguration", "Status") != "Enabled" || get(res, "CheckpointBucket", "DeletionPolicy") != "RetainExceptOnCreate" {
 		t.Errorf("CheckpointBucket must be versioned, retained, with Object Lock in governance mode: %v", b)
 	}
+	// The catalog's large objects: a private, encrypted, versioned, retained bucket reached
+	// over TLS only; the crawl writes and reads objects under catalog/, the approvals
+	// function only reads them, the checkpoint function (audit records only) not at all;
+	// nobody lists, deletes or touches another prefix.
+	cb := get(res, "CatalogBlobBucket", "Properties")
+	if get(res, "CatalogBlobBucket", "Type") != "AWS::S3::Bucket" || get(cb, "VersioningConfiguration", "Status") != "Enabled" ||
+		get(res, "CatalogBlobBucket", "DeletionPolicy") != "Retain" || get(res, "CatalogBlobBucket", "UpdateReplacePolicy") != "Retain" ||
+		get(cb, "BucketName") != nil || get(cb, "BucketEncryption", "ServerSideEncryptionConfiguration") == nil {
+		t.Errorf("CatalogBlobBucket must be versioned, encrypted, retained, with a generated name: %v", cb)
+	}
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if get(cb, "PublicAccessBlockConfiguration", k) != "true" {
+			t.Errorf("CatalogBlobBucket: PublicAccessBlockConfiguration.%s is not true", k)
+		}
+	}
+	tls := false
+	for _, st := range all["CatalogBlobBucketPolicy"] {
+		tls = tls || get(st, "Effect") == "Deny" && get(st, "Condition", "Bool", "aws:SecureTransport") == "false" &&
+			slices.Equal(strs(st["Resource"]), []string{"!GetAtt CatalogBlobBucket.Arn", `!Sub ${CatalogBlobBucket.Arn}/*`})
+	}
+	if !tls {
+		t.Error("CatalogBlobBucketPolicy does not deny requests without TLS on the bucket and its objects")
+	}
+	objects := map[string][]string{}
+	for where, sts := range all {
+		for _, st := range sts {
+			if get(st, "Effect") != "Allow" {
+				continue
+			}
+			for _, r := range strs(st["Resource"]) {
+				if !strings.Contains(r, "CatalogBlobBucket") {
+					continue
+				}
+				if r != `!Sub ${CatalogBlobBucket.Arn}/catalog/*` {
+					t.Errorf("%s is allowed %v on %s; only objects under catalog/ may be reached", where, strs(st["Action"]), r)
+				}
+				objects[where] = append(objects[where], strs(st["Action"])...)
+			}
+		}
+	}
+	for role, want := range map[string][]string{"CrawlRole": {"s3:GetObject", "s3:PutObject"}, "ApprovalsRole": {"s3:GetObject"}} {
+		got := slices.Sorted(slices.Values(objects[role]))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's actions on the catalog's objects = %v, want exactly %v", role, got, want)
+		}
+		delete(objects, role)
+	}
+	if len(objects) > 0 {
+		t.Errorf("other policies reach the catalog's objects: %v", objects)
+	}
 	// Routes: approvals behind AWS_IAM, pads public.
 	for name, r := range res {
 		if get(r, "Type") != "AWS::Serverless::Function" {
@@ -281,12 +331,18 @@ func TestTemplatePolicies(t *testing.T) {
 		return out
 	}
 	for fn, want := range map[string][]string{
-		"CrawlFunction":      {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
-		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
+		"CrawlFunction": {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY",
+			"TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
+		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
 		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET"},
 	} {
 		if got := env(fn); !slices.Equal(got, want) {
 			t.Errorf("%s environment = %v, want %v", fn, got, want)
+		}
+	}
+	for _, fn := range []string{"CrawlFunction", "ApprovalsFunction"} {
+		if v := get(res, fn, "Properties", "Environment", "Variables", "CATALOG_BLOB_BUCKET"); v != "!Ref CatalogBlobBucket" {
+			t.Errorf("%s: CATALOG_BLOB_BUCKET = %v, want !Ref CatalogBlobBucket", fn, v)
 		}
 	}
 	if get(res, "CrawlFunction", "Properties", "Role") != "!GetAtt CrawlRole.Arn" || get(res, "ApprovalsFunction", "Properties", "Role") != "!GetAtt ApprovalsRole.Arn" {

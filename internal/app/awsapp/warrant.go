@@ -32,8 +32,8 @@ type WarrantOptions struct {
 	Metrics io.Writer
 }
 
-// Warrant is the toolwarrant service composed over DynamoDB, KMS and (for the checkpoint
-// function) S3, built once at cold start.
+// Warrant is the toolwarrant service composed over DynamoDB, KMS and S3 (the catalog's
+// large objects; the checkpoint function's checkpoints), built once at cold start.
 type Warrant struct {
 	Catalog *dynamostore.Catalog
 	Signer  *kmssigner.Signer
@@ -47,10 +47,12 @@ type Warrant struct {
 	Now      func() time.Time
 }
 
-// NewWarrant builds the catalog (checking its format marker), the KMS log signer (one
-// GetPublicKey) and the service acting as identity.
+// NewWarrant builds the catalog (reading its format marker; with its blob store when
+// CATALOG_BLOB_BUCKET is set), the KMS log signer (one GetPublicKey) and the service
+// acting as identity.
 func NewWarrant(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity string, log *slog.Logger, o WarrantOptions) (*Warrant, error) {
-	cat, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, o.DynamoDB...), Table: c.CatalogTable, Logger: log})
+	cat, err := Catalog(ctx, awsCfg, CatalogOptions{Table: c.CatalogTable, BlobBucket: c.CatalogBlobBucket, S3PathStyle: c.S3PathStyle,
+		DynamoDB: o.DynamoDB, S3: o.S3, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +88,40 @@ func WarrantAWSConfig(ctx context.Context, c config.WarrantAWS) (aws.Config, err
 	return cfg, nil
 }
 
-// Catalog builds the DynamoDB catalog alone (no KMS key): what the ExtMcp container needs
-// to load and refresh approvals (one Query of the APPROVALS partition per refresh).
-func Catalog(ctx context.Context, awsCfg aws.Config, table string, log *slog.Logger, opts ...func(*dynamodb.Options)) (*dynamostore.Catalog, error) {
-	return dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, opts...), Table: table, Logger: log})
+// CatalogOptions say where the DynamoDB catalog is.
+type CatalogOptions struct {
+	// Table is the catalog table (CATALOG_TABLE). Required.
+	Table string
+	// BlobBucket is the bucket of the catalog's large objects (CATALOG_BLOB_BUCKET);
+	// "" for none.
+	BlobBucket string
+	// S3PathStyle addresses BlobBucket path-style (emulators).
+	S3PathStyle bool
+	// DynamoDB and S3 are extra client options (tests install counters and faults).
+	DynamoDB []func(*dynamodb.Options)
+	S3       []func(*s3.Options)
+	// Logger receives the catalog's warnings. Default: discard.
+	Logger *slog.Logger
+}
+
+// Catalog builds the DynamoDB catalog alone (no KMS key), with its blob store when
+// o.BlobBucket is set: what the ExtMcp container needs to load and refresh the evidence
+// of the servers it serves, and what NewWarrant builds on. It reads the table's format
+// marker and writes nothing: a role that may only read the table (the checkpoint
+// function, the ExtMcp container) opens it.
+func Catalog(ctx context.Context, awsCfg aws.Config, o CatalogOptions) (*dynamostore.Catalog, error) {
+	cc := dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, o.DynamoDB...), Table: o.Table, Logger: o.Logger}
+	if o.BlobBucket != "" {
+		opts := append([]func(*s3.Options){func(so *s3.Options) { so.UsePathStyle = o.S3PathStyle }}, o.S3...)
+		// The store reads as much as the catalog writes: definitions up to the crawl's
+		// response cap, with room to spare (dynamostore.DefaultMaxBlobBytes).
+		b, err := s3blob.New(s3blob.Config{Client: s3.NewFromConfig(awsCfg, opts...), Bucket: o.BlobBucket, MaxObjectBytes: dynamostore.DefaultMaxBlobBytes})
+		if err != nil {
+			return nil, err
+		}
+		cc.Blobs, cc.MaxBlobBytes = b, dynamostore.DefaultMaxBlobBytes
+	}
+	return dynamostore.NewCatalog(ctx, cc)
 }
 
 // ColdStart is the cold start of a toolwarrant Lambda main: the SDK configuration from

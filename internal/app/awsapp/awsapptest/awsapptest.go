@@ -20,12 +20,13 @@ import (
 )
 
 // Deployment is one test's toolwarrant resources (catalog table, KMS log key, checkpoint
-// bucket) and the three function roles, with the log key's template policy in force.
+// bucket, catalog object bucket) and the three function roles, with the log key's template policy in force.
 type Deployment struct {
 	// Res maps template logical IDs to the test's resources and roles.
 	Res awstest.Resources
-	// Table, Key and Bucket are CatalogTable's name, LogKey's ARN and CheckpointBucket's name.
-	Table, Key, Bucket string
+	// Table, Key, Bucket and BlobBucket are CatalogTable's name, LogKey's ARN,
+	// CheckpointBucket's name and CatalogBlobBucket's name.
+	Table, Key, Bucket, BlobBucket string
 	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole.
 	Roles map[string]*awstest.Principal
 }
@@ -46,7 +47,8 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	d.Table = awstest.CreateTable(t, cfg, "CatalogTable")
 	d.Key = kmstest.CreateKey(t, kms.NewFromConfig(kmstest.Config(t), kmstest.Options(t)))
 	d.Bucket = s3test.CreateBucket(t, cfg)
-	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"] = d.Table, d.Key, d.Bucket
+	d.BlobBucket = s3test.CreateVersionedBucket(t, cfg)
+	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"], d.Res["CatalogBlobBucket"] = d.Table, d.Key, d.Bucket, d.BlobBucket
 	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"} {
 		d.Roles[role] = awstest.Role(t, role, d.Res)
 	}
@@ -75,5 +77,5 @@ func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
 	t.Cleanup(srv.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": srv.URL + "/mcp", "allowPrivate": true}})
 	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
-		"CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
+		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
 }
