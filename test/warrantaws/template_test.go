@@ -216,7 +216,7 @@ func TestTemplatePolicies(t *testing.T) {
 	// nobody lists, deletes or touches another prefix.
 	cb := get(res, "CatalogBlobBucket", "Properties")
 	if get(res, "CatalogBlobBucket", "Type") != "AWS::S3::Bucket" || get(cb, "VersioningConfiguration", "Status") != "Enabled" ||
-		get(res, "CatalogBlobBucket", "DeletionPolicy") != "Retain" || get(res, "CatalogBlobBucket", "UpdateReplacePolicy") != "Retain" ||
+		get(res, "CatalogBlobBucket", "DeletionPolicy") != "RetainExceptOnCreate" || get(res, "CatalogBlobBucket", "UpdateReplacePolicy") != "Retain" ||
 		get(cb, "BucketName") != nil || get(cb, "BucketEncryption", "ServerSideEncryptionConfiguration") == nil {
 		t.Errorf("CatalogBlobBucket must be versioned, encrypted, retained, with a generated name: %v", cb)
 	}
