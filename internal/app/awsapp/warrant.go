@@ -44,7 +44,7 @@ type Warrant struct {
 	Identity string
 	// AWS is the SDK configuration the clients were built on (for more clients).
 	AWS aws.Config
-	Now      func() time.Time
+	Now func() time.Time
 }
 
 // NewWarrant builds the catalog (reading its format marker; with its blob store when
