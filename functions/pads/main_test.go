@@ -36,6 +36,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 // role: template.yaml's PadsFunction policy, assumed (internal/awstest).
 type stack struct {
 	cfg   aws.Config
+	role  *awstest.Principal
 	table string
 }
 
@@ -50,9 +51,10 @@ func newStack(t *testing.T) stack {
 		})
 	}
 	table := awstest.PadsTable(t, cfg)
-	role := awstest.Role(t, "PadsFunction", awstest.Resources{"PadsTable": table}).Config(t)
+	p := awstest.Role(t, "PadsFunction", awstest.Resources{"PadsTable": table})
+	role := p.Config(t)
 	role.Retryer = cfg.Retryer
-	return stack{cfg: role, table: table}
+	return stack{cfg: role, role: p, table: table}
 }
 
 // handler cold-starts the Lambda's handler function on the stack, as main does, with extra
@@ -257,7 +259,7 @@ func TestColdStartMakesNoAWSCall(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	for _, kv := range awstest.Env(t) {
+	for _, kv := range st.role.Env(t) { // the function's role, from the environment as in Lambda
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}

@@ -48,6 +48,15 @@ func openCatalog(t *testing.T, cfg aws.Config, table, bucket string, dyn, s3c *a
 	return c
 }
 
+// taskRole is the ExtMcp container's ECS task role (infra/ecs's policy) on table and
+// bucket, assumed: what the processor reads as.
+func taskRole(t *testing.T, table, bucket string) *awstest.Principal {
+	t.Helper()
+	return awstest.RoleWith(t, "ProcessorTaskRole", awstest.PolicyFile(t, "infra/ecs/processor-task-role-policy.json", map[string]string{
+		"AWS_REGION": awstest.Region, "AWS_ACCOUNT_ID": awstest.Account, "CATALOG_TABLE": table, "CATALOG_BLOB_BUCKET": bucket,
+		"CONFIG_FILE_SYSTEM_ID": "fs-0", "CONFIG_ACCESS_POINT_ID": "fsap-0"}), nil)
+}
+
 // addLargeServer adds a server whose index is too large for an item (many tools with long
 // names), crawled once: its index lives in the blob store.
 func addLargeServer(t *testing.T, c *dynamostore.Catalog, name string, now time.Time) {
@@ -101,11 +110,8 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 	addLargeServer(t, writer, "big", now)
 
 	// The processor runs as its ECS task role: infra/ecs's policy, assumed.
-	task := awstest.RoleWith(t, "ProcessorTaskRole", awstest.PolicyFile(t, "infra/ecs/processor-task-role-policy.json", map[string]string{
-		"AWS_REGION": awstest.Region, "AWS_ACCOUNT_ID": awstest.Account, "CATALOG_TABLE": table, "CATALOG_BLOB_BUCKET": bucket,
-		"CONFIG_FILE_SYSTEM_ID": "fs-0", "CONFIG_ACCESS_POINT_ID": "fsap-0"}), nil)
 	calls, s3calls := awstest.NewCalls(), awstest.NewCalls()
-	reader := openCatalog(t, task.Config(t), table, bucket, calls, s3calls)
+	reader := openCatalog(t, taskRole(t, table, bucket).Config(t), table, bucket, calls, s3calls)
 	p, err := extmcp.New(extmcp.Config{Servers: []string{"wx", "big"}, Source: extmcp.CatalogSource{Catalog: reader}, Refresh: time.Hour, Staleness: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +193,7 @@ func TestRefreshReadsOnDynamoDB(t *testing.T) {
 	}
 	addLargeServer(t, writer, "big", now)
 	calls, s3calls := awstest.NewCalls(), awstest.NewCalls()
-	reader := openCatalog(t, cfg, table, bucket, calls, s3calls)
+	reader := openCatalog(t, taskRole(t, table, bucket).Config(t), table, bucket, calls, s3calls)
 	calls.Take()
 	snap, err := extmcp.CatalogSource{Catalog: reader}.Snapshot(ctx, "s3")
 	if err != nil {
