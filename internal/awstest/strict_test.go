@@ -137,6 +137,25 @@ func TestDynamoLimitsEnforced(t *testing.T) {
 	if _, err := c.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{TransactItems: items[:10]}); err != nil {
 		t.Errorf("a 3.9 MB transaction: %v", err)
 	}
+	// Query pages stop at 1 MB, as DynamoDB's do: the ten 390 KB items above come in pages
+	// of at most three, so a reader that ignores LastEvaluatedKey loses items. (moto cuts
+	// at 1,000,000 bytes of its own measure; this pins that it still does.)
+	pages, n := 0, 0
+	in := &dynamodb.QueryInput{TableName: aws.String(tbl), KeyConditionExpression: aws.String("pk = :p"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": str("P")}}
+	for p := dynamodb.NewQueryPaginator(c, in); p.HasMorePages() && pages < 20; pages++ {
+		out, err := p.NextPage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Items) > 3 {
+			t.Errorf("a Query page holds %d items of 390 KB: more than 1 MB", len(out.Items))
+		}
+		n += len(out.Items)
+	}
+	if n != 10 || pages < 4 {
+		t.Errorf("Query returned %d items in %d pages, want 10 in at least 4", n, pages)
+	}
 }
 
 // TestS3MissingKeyWithoutListBucket: S3 answers a missing key with 403 to a caller that
