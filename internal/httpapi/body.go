@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -39,7 +40,12 @@ func readCapped(r *http.Request, limit int) ([]byte, error) {
 }
 
 // jsonObject decodes a small JSON body that must be one object. Duplicate keys: last wins.
+// A body that is not UTF-8 is refused, not repaired: encoding/json would replace each bad
+// byte with U+FFFD and accept it, and the peer's parser refuses it (a BOM included).
 func jsonObject(body []byte) (map[string]json.RawMessage, bool) {
+	if !utf8.Valid(body) {
+		return nil, false
+	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&obj); err != nil || obj == nil {

@@ -108,6 +108,12 @@ func TestErrorTable(t *testing.T) {
 		{name: "create max_blocks over 4096", method: "POST", path: "/v1/pads", body: `{"max_blocks":4097}`, wantStatus: 422, wantBody: bodyInvalidBody},
 		{name: "create unknown keys ignored", method: "POST", path: "/v1/pads", body: `{"color":"blue"}`, wantStatus: 201},
 		{name: "create not json", method: "POST", path: "/v1/pads", body: `{`, wantStatus: 422, wantBody: bodyInvalidBody},
+		// Not UTF-8: refused, never repaired (encoding/json alone would accept it with U+FFFD).
+		{name: "create invalid UTF-8", method: "POST", path: "/v1/pads", body: "{\"a\":\"\xff\"}", wantStatus: 422, wantBody: bodyInvalidBody},
+		{name: "create invalid UTF-8 in a key", method: "POST", path: "/v1/pads", body: "{\"\xc3\":1}", wantStatus: 422, wantBody: bodyInvalidBody},
+		{name: "create lone surrogate bytes", method: "POST", path: "/v1/pads", body: "{\"a\":\"\xed\xa0\x80\"}", wantStatus: 422, wantBody: bodyInvalidBody},
+		{name: "create BOM", method: "POST", path: "/v1/pads", body: "\ufeff{}", wantStatus: 422, wantBody: bodyInvalidBody},
+		{name: "tickets invalid UTF-8", method: "POST", path: "/v1/pads/%s/tickets", body: "{\"type\":\"read_once\",\"x\":\"\xff\"}", header: []string{"Authorization: Bearer %k"}, wantStatus: 422, wantBody: bodyInvalidBody},
 		{name: "tickets bad type", method: "POST", path: "/v1/pads/%s/tickets", body: `{"type":"bogus"}`, header: []string{"Authorization: Bearer %k"}, wantStatus: 422,
 			wantBody: `{"error":"unprocessable","detail":"type must be 'read_once' or 'read_unlimited', got 'bogus'"}`},
 		{name: "tickets bad type repr quoting", method: "POST", path: "/v1/pads/%s/tickets", body: `{"type":"it's"}`, header: []string{"Authorization: Bearer %k"}, wantStatus: 422,
