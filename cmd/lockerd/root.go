@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 
 	"github.com/agentgate-dev/agentgate/internal/app"
 	"github.com/agentgate-dev/agentgate/internal/cli"
@@ -42,6 +43,8 @@ Configuration comes from flags, then environment variables, then defaults:
           REQUIRED_USDC_UNITS        txid: price per pad in USDC units, 6 decimals (2000)
           USDC_CONTRACT              txid: token contract (Base native USDC)
           LOCKER_READ_LEASE_SECONDS  read_once lease window (600)
+          LOCKER_READ_TIMEOUT        bound on reading one request, headers and body (30s)
+          LOCKER_MAX_CONNS           connections served at once; more wait to be accepted (512)
           LOCKER_LOG_LEVEL           debug, info, warn, error (info)
 
 Logs go to stderr (JSON unless stderr is a terminal) and never contain write keys or
@@ -96,7 +99,12 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot listen on %s: %w (set LOCKER_PORT or --port)", cfg.Addr(), err))
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// A client may not hold a connection by trickling its request (ReadTimeout covers the
+	// body), nor may many such clients exhaust file descriptors (LimitListener: at most
+	// MaxConns served at once, the rest wait in the accept queue).
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.ReadTimeout + 60*time.Second, IdleTimeout: 120 * time.Second}
+	ln = netutil.LimitListener(ln, cfg.MaxConns)
 	url := "http://" + ln.Addr().String()
 	log.InfoContext(ctx, "lockerd listening", "url", url, "version", version.String(), "db_path", store.Path(), "mode", string(cfg.Mode))
 	fmt.Fprintf(env.Stderr, "lockerd %s serving %s (store %s)\n  try: curl -s %s/v1/pads/demo-pad-v1/blocks\n", version.Version, url, store.Path(), url)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Mode is the daemon's payment mode.
@@ -45,6 +46,14 @@ type Locker struct {
 	RequiredUnits int64
 	// USDCContract is USDC_CONTRACT. Default Base native USDC.
 	USDCContract string
+	// ReadTimeout is LOCKER_READ_TIMEOUT, lockerd's bound on reading one whole request
+	// (headers and body): a client trickling a body is cut off, while an honest one on a
+	// slow link sends the largest body (64 KiB) at 2.2 KB/s within the default. Default 30s,
+	// 1s to 10m.
+	ReadTimeout time.Duration
+	// MaxConns is LOCKER_MAX_CONNS, how many connections lockerd serves at once; more wait
+	// in the kernel's accept queue. Default 512, 1 to 65535.
+	MaxConns int
 }
 
 // Addr is Host:Port.
@@ -55,7 +64,7 @@ func (c Locker) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.P
 // in their path or query.
 func (c Locker) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("mode", string(c.Mode)), slog.String("db_path", c.DBPath),
-		slog.String("addr", c.Addr()), slog.Int("lease_seconds", c.LeaseSeconds)}
+		slog.String("addr", c.Addr()), slog.Int("lease_seconds", c.LeaseSeconds), slog.Duration("read_timeout", c.ReadTimeout), slog.Int("max_conns", c.MaxConns)}
 	if c.Mode == ModeTxid {
 		rpc := "(invalid)"
 		if u, err := url.Parse(c.RPCURL); err == nil {
@@ -71,7 +80,7 @@ var evmAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 
 // LoadLocker reads the Locker configuration through getenv.
 func LoadLocker(getenv func(string) string) (Locker, error) {
-	c := Locker{DBPath: "locker.db", Host: "127.0.0.1", Port: 8000, LeaseSeconds: 600, LogLevel: slog.LevelInfo,
+	c := Locker{DBPath: "locker.db", Host: "127.0.0.1", Port: 8000, LeaseSeconds: 600, LogLevel: slog.LevelInfo, ReadTimeout: 30 * time.Second, MaxConns: 512,
 		RPCURL: "https://mainnet.base.org", RequiredUnits: 2000, USDCContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}
 	var errs []error
 	switch m := strings.ToLower(strings.TrimSpace(getenv("LOCKER_MODE"))); m {
@@ -90,6 +99,15 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 	}
 	intVar(getenv, "LOCKER_PORT", &c.Port, 0, 65535, &errs) // 0 picks a free port
 	intVar(getenv, "LOCKER_READ_LEASE_SECONDS", &c.LeaseSeconds, 1, 1<<31-1, &errs)
+	intVar(getenv, "LOCKER_MAX_CONNS", &c.MaxConns, 1, 65535, &errs)
+	if v := strings.TrimSpace(getenv("LOCKER_READ_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("LOCKER_READ_TIMEOUT=%q must be a duration from 1s to 10m, such as 30s", v))
+		} else {
+			c.ReadTimeout = d
+		}
+	}
 	if v := strings.TrimSpace(getenv("LOCKER_LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("LOCKER_LOG_LEVEL=%q: use debug, info, warn or error", v))
