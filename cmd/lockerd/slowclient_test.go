@@ -27,7 +27,9 @@ func startInProcess(t *testing.T, env map[string]string) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, cli.Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}, ready) }()
+	go func() {
+		done <- serve(ctx, cfg, cli.Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}, ready)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/idna"
 )
 
 var (
@@ -252,6 +254,22 @@ func (g *Guard) checkHostName(host string) error {
 	if host == "" {
 		return fmt.Errorf("%w: empty host", ErrInvalidURL)
 	}
+	// A host outside ASCII is checked as the name resolvers and HTTP clients will use: its
+	// UTS 46 (IDNA) form, where "127。0。0。1" (ideographic full stops) and full-width digits
+	// become 127.0.0.1 and "ｌｏｃａｌｈｏｓｔ" becomes localhost.
+	if !isASCII(host) {
+		ascii, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return fmt.Errorf("%w: host %q is not a valid internationalised domain name: %v", ErrInvalidURL, host, err)
+		}
+		if _, isIPv4, _, _ := parseIPv4Host(ascii); isIPv4 {
+			if err := g.checkHostName(ascii); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: host %q is a non-ASCII spelling of %s", ErrInvalidURL, host, ascii)
+		}
+		host = ascii
+	}
 	a, isIPv4, canonical, err := parseIPv4Host(host)
 	switch {
 	case err != nil:
@@ -269,6 +287,15 @@ func (g *Guard) checkHostName(host string) error {
 		return g.check(host, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
 	}
 	return nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Guard) netDial(ctx context.Context, network string, addr netip.AddrPort) (net.Conn, error) {

@@ -109,6 +109,16 @@ func TestCheckURL(t *testing.T) {
 		{"http://134744072/", badURL, badURL, 0, false},
 		{"http://1.2.3.4.5/", badURL, badURL, 0, false},
 		{"http://256.1.1.1/", badURL, badURL, 0, false},
+		// Hosts outside ASCII are judged by their IDNA (UTS 46) form, as resolvers see them:
+		// ideographic full stops and full-width letters and digits spell the same address.
+		{"http://127\u30020\u30020\u30021:18710/", forbidden, badURL, ClassLoopback, true},
+		{"http://\uff11\uff12\uff17.0.0.1/", forbidden, badURL, ClassLoopback, true},
+		{"http://169\uff0e254\uff0e169\uff0e254/", metadata, metadata, ClassMetadata, true},
+		{"http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54:3000/", forbidden, ok, ClassLoopback, true},
+		{"http://tools\u3002localhost/", forbidden, ok, ClassLoopback, true},
+		{"https://b\u00fccher.example/mcp", ok, ok, 0, false},
+		{"https://xn--bcher-kva.example/mcp", ok, ok, 0, false},
+		{"http://exa\u200dmple.com/", badURL, badURL, 0, false},
 		// Form.
 		{"ftp://example.com/", badURL, badURL, 0, false},
 		{"file:///etc/passwd", badURL, badURL, 0, false},
