@@ -109,6 +109,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 func openDB(path, mode string, busy time.Duration, conns int) (*sql.DB, error) {
+	// A file: URI of a relative path would read its first segment as an authority
+	// ("file://locker.db"), which SQLite refuses: always name the file absolutely.
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
