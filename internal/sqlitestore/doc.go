@@ -6,8 +6,10 @@
 // Pads live in one SQLite file in WAL mode with synchronous=FULL, so an acknowledged append
 // survives a crash or power loss once its 201 has been sent.
 //
-// Three handles share the file: one writer connection (every write is one short IMMEDIATE
-// transaction, rolled back on any error or context cancellation), a small read-only pool for
+// Three handles share the file: one writer connection, owned by a committer goroutine that
+// runs the pad writes waiting at once in one IMMEDIATE transaction, each in its own savepoint
+// (rolled back alone on its error), and commits them with one fsync — group commit, see
+// groupcommit.go: a write is acknowledged only after that commit —, a small read-only pool for
 // request reads, and a separate read-only connection for /health that issues no transaction
 // control at all, so polling health can never end or corrupt another request's transaction.
 // Writes are check-and-set on the pad row (see README.md), which is what the locker.Store

@@ -35,9 +35,10 @@ type Config struct {
 type Store struct {
 	path     string
 	readOnly bool
-	w        *sql.DB // the one writer connection; nil when read-only
-	r        *sql.DB // read-only pool for request reads
-	h        *sql.DB // read-only connection for /health, no transaction control
+	w        *sql.DB    // the one writer connection; nil when read-only
+	commits  *committer // owns w after Open: every write goes through it (groupcommit.go)
+	r        *sql.DB    // read-only pool for request reads
+	h        *sql.DB    // read-only connection for /health, no transaction control
 
 	// Request-path reads, prepared once: preparing is a tenth of a /blocks read's cost.
 	padStmt, ticketStmt, blocksStmt *sql.Stmt
@@ -78,6 +79,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.Close()
 			return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 		}
+		s.commits = newCommitter(s.w)
 	}
 	if s.r, err = openDB(abs, "ro", cfg.BusyTimeout, cfg.ReadConns); err != nil {
 		s.Close()
@@ -164,9 +166,13 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every handle. It is safe to call more than once.
+// Close closes every handle, after the writes already queued are committed. It is safe to
+// call more than once.
 func (s *Store) Close() error {
 	var errs []error
+	if s.commits != nil {
+		s.commits.close()
+	}
 	for _, st := range []*sql.Stmt{s.padStmt, s.ticketStmt, s.blocksStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -204,27 +210,23 @@ func wrap(op string, err error) error {
 
 var errReadOnly = errors.New("sqlitestore: store opened read-only")
 
-// write runs fn in one IMMEDIATE transaction on the writer connection. The transaction is
-// rolled back on any error, panic or context cancellation; nothing outside fn ends it.
-func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	if s.w == nil {
+// write runs fn in an IMMEDIATE transaction on the writer connection, possibly shared with
+// other writes that arrived meanwhile (group commit, groupcommit.go), and returns nil only
+// once that transaction committed. fn's changes are rolled back on its error or panic,
+// whatever the others do; a caller whose ctx ends before its write runs is skipped. fn
+// gets ctx without its cancellation: interrupting a statement inside a shared transaction
+// would make SQLite roll back the whole transaction, the other callers' writes with it.
+func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *sql.Tx) error) error {
+	if s.w == nil || s.commits == nil {
 		return fmt.Errorf("%s: %w", op, errReadOnly)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return wrap(op+": begin", err)
-	}
-	defer tx.Rollback() // no-op after a successful commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return wrap(op+": commit", tx.Commit())
+	return s.commits.submit(ctx, op, fn)
 }
 
 // CreatePad implements locker.Store.
 func (s *Store) CreatePad(ctx context.Context, np locker.NewPad) error {
 	p := np.Pad
-	return s.write(ctx, "create pad", func(tx *sql.Tx) error {
+	return s.write(ctx, "create pad", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO pads (id, write_key_hash, state, created_at, expires_at, max_blocks, max_bytes, block_count, total_bytes, head_hash)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT (id) DO NOTHING`,
 			p.ID, p.WriteKeyHash, string(p.State), p.CreatedAt, p.ExpiresAt, p.MaxBlocks, p.MaxBytes, p.HeadHash)
@@ -300,7 +302,7 @@ func padMissing(ctx context.Context, tx *sql.Tx, op, id string) error {
 // it is still exactly as the caller read it, then inserts the block.
 func (s *Store) AppendBlock(ctx context.Context, b locker.Block) error {
 	n := len(b.Payload)
-	return s.write(ctx, "append block", func(tx *sql.Tx) error {
+	return s.write(ctx, "append block", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE pads SET block_count = block_count + 1, total_bytes = total_bytes + ?, head_hash = ?
 			WHERE id = ? AND state = 'open' AND expires_at > ? AND block_count = ? AND head_hash = ?
 			AND block_count < max_blocks AND total_bytes + ? <= max_bytes`,
@@ -321,7 +323,7 @@ func (s *Store) AppendBlock(ctx context.Context, b locker.Block) error {
 
 // Seal implements locker.Store.
 func (s *Store) Seal(ctx context.Context, padID string, blockCount int, head string, sealedAt int64) error {
-	return s.write(ctx, "seal pad", func(tx *sql.Tx) error {
+	return s.write(ctx, "seal pad", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE pads SET state = 'sealed', sealed_at = ?
 			WHERE id = ? AND state = 'open' AND block_count = ? AND head_hash = ?`, sealedAt, padID, blockCount, head)
 		if err != nil {
@@ -338,7 +340,7 @@ func (s *Store) Seal(ctx context.Context, padID string, blockCount int, head str
 
 // Expire implements locker.Store.
 func (s *Store) Expire(ctx context.Context, padID string) error {
-	return s.write(ctx, "expire pad", func(tx *sql.Tx) error {
+	return s.write(ctx, "expire pad", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE pads SET state = 'expired' WHERE id = ? AND state = 'open'`, padID)
 		if err != nil {
 			return wrap("expire pad", err)
@@ -374,7 +376,7 @@ func (s *Store) Blocks(ctx context.Context, padID string, from, to int) ([]locke
 
 // PutTicket implements locker.Store.
 func (s *Store) PutTicket(ctx context.Context, t locker.Ticket) error {
-	return s.write(ctx, "put ticket", func(tx *sql.Tx) error {
+	return s.write(ctx, "put ticket", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO tickets (hash, pad_id, type, redeemed_count, max_reads, created_at)
 			VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (hash) DO NOTHING`, t.Hash, t.PadID, string(t.Type), t.MaxReads, t.CreatedAt)
 		return inserted(res, err, "put ticket", locker.ErrConflict)
@@ -402,7 +404,7 @@ func (s *Store) Ticket(ctx context.Context, hash string) (locker.Ticket, error) 
 // RecordRead implements locker.Store.
 func (s *Store) RecordRead(ctx context.Context, hash string, now int64) (locker.Ticket, error) {
 	var t locker.Ticket
-	err := s.write(ctx, "record read", func(tx *sql.Tx) error {
+	err := s.write(ctx, "record read", func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		t, err = scanTicket(tx.QueryRowContext(ctx, `UPDATE tickets SET lease_started_at = COALESCE(lease_started_at, ?),
 			redeemed_count = redeemed_count + 1 WHERE hash = ? RETURNING `+ticketColumns, now, hash))
