@@ -798,8 +798,8 @@ func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
 
 // Decide implements warrant.Catalog.
 func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.AuditAppend) error {
-	if _, err := (warrant.ApprovalState{Approved: d.Expect}).Decide(d); err != nil {
-		return err // the decision itself is malformed
+	if err := warrant.ValidateDecision(d); err != nil {
+		return err
 	}
 	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
 	return c.write(ctx, op, func(tx *sql.Tx) error {

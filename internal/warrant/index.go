@@ -322,19 +322,29 @@ type ApprovalState struct {
 	Latest map[Digest]DecisionKind
 }
 
-// Decide returns the state after decision d: approved and rolled_back make d.Digest the
-// approved digest; rejected clears the approval if it was d.Digest and leaves it (and who
-// made it) as it is otherwise. ErrInvalid for an unknown kind or a malformed digest;
-// ErrConflict when the approved digest is not d.Expect (the decider read another). a is
-// not changed.
-func (a ApprovalState) Decide(d Decision) (ApprovalState, error) {
+// ValidateDecision checks a decision before any driver stores it (Catalog.Decide): a
+// known kind, a valid server and tool name, a valid digest and Expect ("" or valid).
+// ErrInvalid otherwise.
+func ValidateDecision(d Decision) error {
 	switch d.Kind {
 	case DecisionApproved, DecisionRejected, DecisionRolledBack:
 	default:
-		return a, fmt.Errorf("decision %q: %w", d.Kind, ErrInvalid)
+		return fmt.Errorf("decision %q: %w", d.Kind, ErrInvalid)
 	}
-	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) {
-		return a, fmt.Errorf("decision on %s/%s: malformed digest: %w", d.Server, d.Tool, ErrInvalid)
+	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) || ValidateServerName(d.Server) != nil || !ValidToolName(d.Tool) {
+		return fmt.Errorf("decision on %s/%s: malformed server, tool or digest: %w", d.Server, d.Tool, ErrInvalid)
+	}
+	return nil
+}
+
+// Decide returns the state after decision d: approved and rolled_back make d.Digest the
+// approved digest; rejected clears the approval if it was d.Digest and leaves it (and who
+// made it) as it is otherwise. ErrInvalid when d does not pass ValidateDecision;
+// ErrConflict when the approved digest is not d.Expect (the decider read another). a is
+// not changed.
+func (a ApprovalState) Decide(d Decision) (ApprovalState, error) {
+	if err := ValidateDecision(d); err != nil {
+		return a, err
 	}
 	if a.Approved != d.Expect {
 		return a, fmt.Errorf("the approved digest of %s/%s is %q, not %q as read: %w", d.Server, d.Tool, a.Approved, d.Expect, ErrConflict)
