@@ -81,7 +81,9 @@ func RegisterServers(ctx context.Context, d CrawlDeps) error {
 	return errors.Join(errs...)
 }
 
-// CrawlHandler returns the crawl Lambda's handler: it lists every requested server with
+// CrawlHandler returns the crawl Lambda's handler: the crawl run of the domain
+// (warrant.Service.Crawl, the CLI's too) with header values from the environment,
+// Secrets Manager and SSM. It lists every requested server with
 // bounded concurrency (TOOLWARRANT_CRAWL_CONCURRENCY), each within its own timeout and
 // all of them within the invocation's deadline less CRAWL_DEADLINE_MARGIN, through the
 // SSRF-guarded crawler; then records each listing (observations, versions, proposals and
