@@ -627,21 +627,7 @@ func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []warrant.Approval{}
-	for srv, tools := range aps {
-		for tool, a := range tools {
-			if ap, ok := a.Approval(srv, tool); ok {
-				out = append(out, ap)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b warrant.Approval) int {
-		if c := strings.Compare(a.Server, b.Server); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Tool, b.Tool)
-	})
-	return out, nil
+	return warrant.Approvals(aps), nil
 }
 
 // AuditHead implements warrant.Catalog: one GetItem.

@@ -48,7 +48,6 @@ package sqlitestore
 // from its history once, at open, and kept in memory (catalog_upgrade.go).
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -58,7 +57,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -874,18 +872,7 @@ func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
 	if err != nil {
 		return nil, cwrap("list approvals", err)
 	}
-	out := []warrant.Approval{}
-	for server, tools := range aps {
-		for tool, st := range tools {
-			if ap, ok := st.Approval(server, tool); ok {
-				out = append(out, ap)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b warrant.Approval) int {
-		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Tool, b.Tool))
-	})
-	return out, nil
+	return warrant.Approvals(aps), nil
 }
 
 // AppendAudit implements warrant.Catalog.

@@ -379,6 +379,20 @@ func RebuildApproval(decisions []Decision) ApprovalState {
 	return a
 }
 
+// Approvals returns the approvals of the tools of states (server → tool → state) that
+// have an approved digest, sorted by server then tool: what Catalog.Approvals returns.
+func Approvals(states map[string]map[string]ApprovalState) []Approval {
+	out := []Approval{}
+	for _, server := range slices.Sorted(maps.Keys(states)) {
+		for _, tool := range slices.Sorted(maps.Keys(states[server])) {
+			if ap, ok := states[server][tool].Approval(server, tool); ok {
+				out = append(out, ap)
+			}
+		}
+	}
+	return out
+}
+
 // Approval returns the state as the tool's Approval, ok false when it has none.
 func (a ApprovalState) Approval(server, tool string) (ap Approval, ok bool) {
 	if a.Approved == "" {

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,7 +67,6 @@ func TestIndexReadsFormat1Items(t *testing.T) {
 	}
 	var tools []warrant.ToolRecord
 	props := []warrant.Proposal{}
-	var aps []warrant.Approval
 	for _, s := range golden.Servers {
 		var stored string
 		if err := json.Unmarshal(items["index/"+s.Name], &stored); err != nil {
@@ -84,12 +81,8 @@ func TestIndexReadsFormat1Items(t *testing.T) {
 		}
 		tools = append(tools, ix.Records(s.Name, s.LastSourceCrawl, approvals[s.Name])...)
 		props = append(props, ix.Pending(s.Name, approvals[s.Name])...)
-		for _, tool := range slices.Sorted(maps.Keys(approvals[s.Name])) {
-			if ap, ok := approvals[s.Name][tool].Approval(s.Name, tool); ok {
-				aps = append(aps, ap)
-			}
-		}
 	}
+	aps := warrant.Approvals(approvals)
 	for what, pair := range map[string][2]any{"tools": {tools, golden.Tools}, "proposals": {props, golden.Proposals}, "approvals": {aps, golden.Approvals}} {
 		got, _ := json.Marshal(pair[0])
 		want, _ := json.Marshal(pair[1])
