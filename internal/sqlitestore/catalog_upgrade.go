@@ -73,35 +73,24 @@ func deriveFromHistory(ctx context.Context, q queryer) (*derived, error) {
 	if err != nil {
 		return nil, cwrap("derive: observations", err)
 	}
-	versions := map[string][]warrant.Version{}
-	err = each(ctx, q, `SELECT server, tool, digest, first_seen_at, first_crawl FROM versions`, nil, func(rows *sql.Rows) error {
-		var v warrant.Version
-		var dg string
-		var seen int64
-		if err := rows.Scan(&v.Server, &v.Tool, &dg, &seen, &v.FirstCrawl); err != nil {
+	// Versions and proposals alike: (server, tool, digest) first seen or opened, at, by crawl.
+	versions, proposals := map[string][]warrant.Version{}, map[string][]warrant.Proposal{}
+	err = each(ctx, q, `SELECT 'v', server, tool, digest, first_seen_at, first_crawl FROM versions
+		UNION ALL SELECT 'p', server, tool, digest, opened_at, crawl FROM proposals`, nil, func(rows *sql.Rows) error {
+		var kind, server, tool, dg string
+		var when, seq int64
+		if err := rows.Scan(&kind, &server, &tool, &dg, &when, &seq); err != nil {
 			return err
 		}
-		v.Digest, v.FirstSeenAt = warrant.Digest(dg), fromNanos(seen)
-		versions[v.Server] = append(versions[v.Server], v)
+		if kind == "v" {
+			versions[server] = append(versions[server], warrant.Version{Server: server, Tool: tool, Digest: warrant.Digest(dg), FirstSeenAt: fromNanos(when), FirstCrawl: seq})
+		} else {
+			proposals[server] = append(proposals[server], warrant.Proposal{Server: server, Tool: tool, Digest: warrant.Digest(dg), OpenedAt: fromNanos(when), Crawl: seq})
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, cwrap("derive: versions", err)
-	}
-	proposals := map[string][]warrant.Proposal{}
-	err = each(ctx, q, `SELECT server, tool, digest, opened_at, crawl FROM proposals`, nil, func(rows *sql.Rows) error {
-		var p warrant.Proposal
-		var dg string
-		var opened int64
-		if err := rows.Scan(&p.Server, &p.Tool, &dg, &opened, &p.Crawl); err != nil {
-			return err
-		}
-		p.Digest, p.OpenedAt = warrant.Digest(dg), fromNanos(opened)
-		proposals[p.Server] = append(proposals[p.Server], p)
-		return nil
-	})
-	if err != nil {
-		return nil, cwrap("derive: proposals", err)
+		return nil, cwrap("derive: versions and proposals", err)
 	}
 	for server, cs := range crawls {
 		d.indexes[server] = warrant.RebuildIndex(cs, versions[server], proposals[server])
