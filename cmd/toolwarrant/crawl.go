@@ -73,40 +73,6 @@ response (default 10 MiB). Header values come from the variables named by
 				return err
 			}
 			defer cat.Close()
-			servers, err := cat.Servers(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			if len(args) > 0 {
-				var picked []warrant.Server
-				for _, n := range args {
-					i := slices.IndexFunc(servers, func(s warrant.Server) bool { return s.Name == n })
-					if i < 0 {
-						return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q is not in the catalog (see 'toolwarrant server list')", n))
-					}
-					if !slices.ContainsFunc(picked, func(s warrant.Server) bool { return s.Name == n }) {
-						picked = append(picked, servers[i])
-					}
-				}
-				servers = picked
-			}
-			if len(servers) == 0 {
-				if asJSON {
-					return writeJSON(a.env.Stdout, map[string]any{"servers": []crawlJSON{}})
-				}
-				fmt.Fprintln(a.env.Stdout, "no servers to crawl; add one with 'toolwarrant server add NAME URL'")
-				return nil
-			}
-			var targets []crawler.Target
-			headerErrs := map[string]error{}
-			for _, s := range servers {
-				h, err := config.ResolveHeaders(ctx, a.env.Getenv, nil, s.Name, s.Headers)
-				if err != nil {
-					headerErrs[s.Name] = err
-					continue
-				}
-				targets = append(targets, crawler.Target{Server: s, Headers: h})
-			}
 			ccfg := a.deps.crawl
 			ccfg.Concurrency, ccfg.Timeout, ccfg.MaxResponseBytes = cfg.CrawlConcurrency, cfg.CrawlTimeout, cfg.CrawlMaxResponseBytes
 			ccfg.ClientVersion = a.deps.version
@@ -118,29 +84,40 @@ response (default 10 MiB). Header values come from the variables named by
 					}
 				}
 			}
-			outcomes := crawler.Crawl(ctx, ccfg, targets)
-			for name, err := range headerErrs {
-				outcomes = append(outcomes, crawler.Outcome{Server: name, Err: err})
+			outcomes, err := svc.Crawl(ctx, warrant.CrawlRequest{Servers: args, RefuseUnknown: true,
+				Headers: config.HeaderResolver(a.env.Getenv, nil), Lister: crawler.Lister{Config: ccfg}})
+			var unknown *warrant.UnknownServerError
+			switch {
+			case errors.As(err, &unknown):
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q is not in the catalog (see 'toolwarrant server list')", unknown.Name))
+			case err != nil:
+				return failed(err)
+			case len(outcomes) == 0:
+				if asJSON {
+					return writeJSON(a.env.Stdout, map[string]any{"servers": []crawlJSON{}})
+				}
+				fmt.Fprintln(a.env.Stdout, "no servers to crawl; add one with 'toolwarrant server add NAME URL'")
+				return nil
 			}
-			slices.SortFunc(outcomes, func(x, y crawler.Outcome) int { return strings.Compare(x.Server, y.Server) })
 
 			var results []crawlJSON
 			failedAny, foundAny := false, false
 			for _, o := range outcomes {
 				r := crawlJSON{Server: o.Server, NewVersions: []newVersionJSON{}, Refused: []refusedToolJSON{}, Removed: []string{}}
-				if o.Err != nil {
+				switch o.Failed {
+				case "":
+				case warrant.StageRecord:
+					failedAny = true
+					r.Error = fmt.Sprintf("server %q: record the crawl: %v", o.Server, o.Err)
+					results = append(results, r)
+					continue
+				default:
 					failedAny = true
 					r.Error = o.Err.Error()
 					results = append(results, r)
 					continue
 				}
-				res, err := svc.Ingest(ctx, *o.Listing)
-				if err != nil {
-					failedAny = true
-					r.Error = fmt.Sprintf("server %q: record the crawl: %v", o.Server, err)
-					results = append(results, r)
-					continue
-				}
+				res := o.Result
 				r.OK, r.Crawl, r.Transport, r.Tools, r.Accepted, r.Removed = true, res.Crawl, o.Transport, res.Tools, res.Accepted, res.Removed
 				for _, nv := range res.New {
 					r.NewVersions = append(r.NewVersions, newVersionJSON{Tool: nv.Tool, Digest: nv.Digest, Baseline: nv.Baseline,

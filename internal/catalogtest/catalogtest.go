@@ -34,6 +34,87 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
 	t.Run("AuditRace", func(t *testing.T) { testAuditRace(t, newCatalog(t)) })
 	t.Run("LargeDefinitions", func(t *testing.T) { testLarge(t, newCatalog(t)) })
+	t.Run("InvalidRecordsRefusedWhole", func(t *testing.T) { testInvalidWhole(t, newCatalog(t)) })
+	t.Run("RejectLeavesApprover", func(t *testing.T) { testRejectLeavesApprover(t, newCatalog(t)) })
+	t.Run("Catalog1Reads", func(t *testing.T) { testCatalog1(t, newCatalog(t)) })
+}
+
+// testCatalog1: the history of the upgrade fixtures, written by this driver, reads as the
+// format-1 drivers read it (Catalog1Golden).
+func testCatalog1(t *testing.T, c warrant.Catalog) {
+	Scenario(t, c)
+	if got := Golden(t, c); string(got) != string(Catalog1Golden) {
+		t.Errorf("reads after Scenario differ from Catalog1Golden:\n%s", got)
+	}
+}
+
+// testInvalidWhole: every refusal of warrant.ValidateCrawl is the driver's — each record
+// is refused with ErrInvalid and writes nothing.
+func testInvalidWhole(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	long := strings.Repeat("x", warrant.MaxToolNameBytes+1)
+	cases := map[string]func(r *warrant.CrawlRecord){
+		"no server":                      func(r *warrant.CrawlRecord) { r.Crawl.Server = "" },
+		"invalid server name":            func(r *warrant.CrawlRecord) { r.Crawl.Server = "s/x" },
+		"number 0":                       func(r *warrant.CrawlRecord) { r.Crawl.Seq = 0 },
+		"unknown source":                 func(r *warrant.CrawlRecord) { r.Crawl.Source = "rumour" },
+		"observation without a tool":     func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Tool = "" },
+		"observation with a long name":   func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Tool = long },
+		"observation with invalid UTF-8": func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Tool = "a\xff" },
+		"observation with neither":       func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Digest = "" },
+		"observation with both":          func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Refused = "x" },
+		"malformed digest":               func(r *warrant.CrawlRecord) { r.Crawl.Observations[0].Digest = "sha256:ab" },
+		"unsorted observations": func(r *warrant.CrawlRecord) {
+			r.Crawl.Observations[0], r.Crawl.Observations[1] = r.Crawl.Observations[1], r.Crawl.Observations[0]
+		},
+		"duplicate observations":     func(r *warrant.CrawlRecord) { r.Crawl.Observations[1].Tool = "a" },
+		"version of another server":  func(r *warrant.CrawlRecord) { r.Versions[0].Server = "other" },
+		"version without a tool":     func(r *warrant.CrawlRecord) { r.Versions[0].Tool = "" },
+		"version with a long name":   func(r *warrant.CrawlRecord) { r.Versions[0].Tool = long },
+		"version not its bytes":      func(r *warrant.CrawlRecord) { r.Versions[0].Canonical = []byte(`{}`) },
+		"proposal of another server": func(r *warrant.CrawlRecord) { r.Proposals[0].Server = "other" },
+		"proposal without a tool":    func(r *warrant.CrawlRecord) { r.Proposals[0].Tool = "" },
+		"proposal with a bad digest": func(r *warrant.CrawlRecord) { r.Proposals[0].Digest = "sha256:ab" },
+		"proposal naming no version": func(r *warrant.CrawlRecord) { r.Proposals[0].Digest = warrant.DigestOf([]byte(`{}`)) },
+	}
+	for name, breakIt := range cases {
+		r := crawl("s", 1, nil, "a", "A", "b", "B")
+		breakIt(&r)
+		wantErr(t, name, c.RecordCrawl(ctx, r, warrant.AuditAppend{}), warrant.ErrInvalid)
+	}
+	if srv, _ := c.Server(ctx, "s"); srv.LastCrawl != 0 {
+		t.Errorf("invalid records advanced LastCrawl to %d", srv.LastCrawl)
+	}
+	if tools, _ := c.Tools(ctx); len(tools) != 0 {
+		t.Errorf("invalid records left tools: %+v", tools)
+	}
+	mustRecord(t, c, crawl("s", 1, nil, "a", "A", "b", "B"))
+}
+
+// testRejectLeavesApprover: rejecting a digest that is not the approved one leaves the
+// approval and who made it as they are (warrant.ApprovalState.Decide).
+func testRejectLeavesApprover(t *testing.T, c warrant.Catalog) {
+	ctx := t.Context()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
+	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
+	_, d1 := Def("t", "one")
+	_, d2 := Def("t", "two")
+	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d1, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d2, Kind: warrant.DecisionRejected, Actor: "carol", At: t0.Add(time.Hour), Expect: d1}, warrant.AuditAppend{}); err != nil {
+		t.Fatal(err)
+	}
+	aps, err := c.Approvals(ctx)
+	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" || !aps[0].At.Equal(t0) {
+		t.Errorf("approvals after rejecting another digest = %+v, %v; want %s by bob at %s", aps, err, d1.Short(), t0)
+	}
+	if recs, _ := c.Tools(ctx); len(recs) != 1 || recs[0].CurrentDecision != warrant.DecisionRejected || recs[0].State() != warrant.StateDrift {
+		t.Errorf("tool = %+v", recs)
+	}
 }
 
 var t0 = time.Date(2026, 10, 12, 9, 30, 0, 123456789, time.UTC)

@@ -155,6 +155,15 @@ func (h Headers) String() string {
 // or SSM parameter ARN). Its errors must never hold the value.
 type SecretReader func(ctx context.Context, arn string) (string, error)
 
+// HeaderResolver is ResolveHeaders over getenv and secrets as a crawl run's
+// warrant.HeaderResolver: environment variables in the CLI (secrets nil), Secrets Manager
+// and SSM too in the crawl function.
+func HeaderResolver(getenv func(string) string, secrets SecretReader) warrant.HeaderResolver {
+	return func(ctx context.Context, s warrant.Server) (map[string]string, error) {
+		return ResolveHeaders(ctx, getenv, secrets, s.Name, s.Headers)
+	}
+}
+
 // ResolveHeaders reads the value of each of server's headers: from its environment variable
 // through getenv, or from its secret through secrets (nil where secrets cannot be read:
 // the embedded CLI). A value that is missing or empty, or holds a line break, is an error

@@ -263,3 +263,34 @@ func (b *recordingBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Lister is the warrant.Lister of a crawl run (warrant.Service.Crawl): it lists the
+// targets with Crawl and Config.
+type Lister struct {
+	Config Config
+	// DeadlineMargin, when ctx has a deadline, ends the listing this long before it, so
+	// that what was listed can still be recorded (the crawl function's
+	// CRAWL_DEADLINE_MARGIN). Default 0: the listing may use all of ctx's time.
+	DeadlineMargin time.Duration
+}
+
+var _ warrant.Lister = Lister{}
+
+// List implements warrant.Lister.
+func (l Lister) List(ctx context.Context, targets []warrant.CrawlTarget) []warrant.Listed {
+	if dl, ok := ctx.Deadline(); ok && l.DeadlineMargin > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-l.DeadlineMargin))
+		defer cancel()
+	}
+	ts := make([]Target, len(targets))
+	for i, t := range targets {
+		ts[i] = Target{Server: t.Server, Headers: t.Headers}
+	}
+	outs := Crawl(ctx, l.Config, ts)
+	out := make([]warrant.Listed, len(outs))
+	for i, o := range outs {
+		out[i] = warrant.Listed{Server: o.Server, Listing: o.Listing, Transport: o.Transport, Elapsed: o.Elapsed, Err: o.Err}
+	}
+	return out
+}

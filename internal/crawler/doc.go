@@ -16,4 +16,6 @@
 // (wrapping netguard.ErrForbiddenAddress, ErrMetadataAddress, ErrInvalidURL,
 // ErrResponseTooLarge or ErrTooManyRedirects) by watching the HTTP client it injects, so
 // callers can tell a refusal by policy from an unreachable server with errors.Is.
+//
+// [Lister] is the crawler as the warrant.Lister of a crawl run (warrant.Service.Crawl).
 package crawler

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,8 +34,6 @@ const (
 	maxTxItems = 100
 	// chunkBytes bounds the JSON packed into one item (observations, audit records).
 	chunkBytes = 300 << 10
-	// maxKeyPart bounds a tool name used in a sort key (DynamoDB: 1024 bytes per key).
-	maxKeyPart = 512
 	// maxPages bounds every paginated Query.
 	maxPages = 10000
 )
@@ -303,79 +300,17 @@ func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
 	return out, nil
 }
 
-// index is the per-server read model (SRV#name/INDEX): what each tool's versions are and
-// what the crawls saw of it. It is derived state, rewritten (in the same transaction) by
-// the crawls that change it and by no other write.
-type index struct {
-	Tools map[string]*toolIndex `json:"t"`
-}
-
-type toolIndex struct {
-	// Versions are the digests in first-seen order; Proposals the proposals opened.
-	Versions  []warrant.Digest `json:"v,omitempty"`
-	Proposals []proposalIndex  `json:"p,omitempty"`
-	// Cur/Ref are what the last SourceCrawl listing the tool saw; Order the digests
-	// observed, least recently observed first (Previous is the last one ≠ Cur).
-	Cur   warrant.Digest   `json:"c,omitempty"`
-	Ref   string           `json:"r,omitempty"`
-	Order []warrant.Digest `json:"o,omitempty"`
-	// Seen says whether the tool was observed by any SourceCrawl; Gone, when > 0, is the
-	// last SourceCrawl that listed it (the server's last SourceCrawl did not).
-	Seen bool  `json:"s,omitempty"`
-	Gone int64 `json:"g,omitempty"`
-	// GCur/GRef are what the last SourceGateway record observing the tool saw, GLast that
-	// record's number (0: none); GSeen says whether any gateway record observed a digest of
-	// it. The later of the two sources' last observations is the tool's current one.
-	GCur  warrant.Digest `json:"gc,omitempty"`
-	GRef  string         `json:"gr,omitempty"`
-	GLast int64          `json:"gl,omitempty"`
-	GSeen bool           `json:"gd,omitempty"`
-}
-
-// record derives a tool's record from its index entry, the server's last SourceCrawl lsc
-// and the tool's approval state: the current observation is that of the later record,
-// crawl or gateway, that observed the tool (warrant.ToolRecord).
-func (t *toolIndex) record(server, tool string, lsc int64, a approvalState) warrant.ToolRecord {
-	r := warrant.ToolRecord{Server: server, Tool: tool, ServerLastCrawl: lsc, Versions: len(t.Versions)}
-	if t.Seen {
-		r.Current, r.Refused, r.CurrentSource = t.Cur, t.Ref, warrant.SourceCrawl
-		r.LastCrawl = lsc
-		if t.Gone > 0 {
-			r.LastCrawl = t.Gone
-		}
-	}
-	if t.GLast > r.LastCrawl {
-		r.LastCrawl, r.Current, r.Refused, r.CurrentSource = t.GLast, t.GCur, t.GRef, warrant.SourceGateway
-	}
-	for i := len(t.Order) - 1; i >= 0; i-- {
-		if t.Order[i] != r.Current {
-			r.Previous = t.Order[i]
-			break
-		}
-	}
-	r.Approved = a.approved
-	if r.Current != "" {
-		r.CurrentDecision = a.kinds[r.Current]
-	}
-	return r
-}
-
-type proposalIndex struct {
-	Digest warrant.Digest `json:"d"`
-	At     time.Time      `json:"a"`
-	Crawl  int64          `json:"n"`
-}
-
-// index reads a server's index: one GetItem, and one object from the blob store when it
-// is kept there and not in the cache (objects are immutable: a cached one is current as
-// long as the item names it).
-func (c *Catalog) index(ctx context.Context, server string) (*index, error) {
+// index reads a server's index (SRV#name/INDEX: the domain's warrant.Index, written by
+// the crawls that change it, in their transaction, and by no other write): one GetItem,
+// and one object from the blob store when it is kept there and not in the cache (objects
+// are immutable: a cached one is current as long as the item names it).
+func (c *Catalog) index(ctx context.Context, server string) (*warrant.Index, error) {
 	op := "read index of " + server
 	item, err := c.get(ctx, op, pkServer(server), skIndex)
 	if err != nil {
 		return nil, err
 	}
-	ix := &index{Tools: map[string]*toolIndex{}}
+	ix := warrant.NewIndex()
 	if item == nil {
 		return ix, nil
 	}
@@ -391,9 +326,6 @@ func (c *Catalog) index(ctx context.Context, server string) (*index, error) {
 	}
 	if err := json.Unmarshal(raw, ix); err != nil {
 		return nil, fmt.Errorf("%s: %v", op, err)
-	}
-	if ix.Tools == nil {
-		ix.Tools = map[string]*toolIndex{}
 	}
 	return ix, nil
 }
@@ -473,9 +405,9 @@ func (c *Catalog) versionOf(ctx context.Context, server string, item map[string]
 	return v, nil
 }
 
-func toolKeyOK(tool string) bool {
-	return tool != "" && len(tool) <= maxKeyPart && utf8.ValidString(tool)
-}
+// toolKeyOK reports whether tool can be part of a sort key (warrant.MaxToolNameBytes is
+// below DynamoDB's bound on a key).
+func toolKeyOK(tool string) bool { return warrant.ValidToolName(tool) }
 
 // Version implements warrant.Catalog: one GetItem, and one object read from the blob
 // store for a version kept there.
@@ -502,7 +434,7 @@ func (c *Catalog) versionItem(ctx context.Context, server, tool string, d warran
 		if err != nil {
 			return nil, err
 		}
-		if t := ix.Tools[tool]; t == nil || !slices.Contains(t.Versions, d) {
+		if !ix.HasVersion(tool, d) {
 			item = nil // an orphan of a crawl that failed
 		}
 	}
@@ -523,7 +455,7 @@ func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.
 	if err != nil {
 		return nil, err
 	}
-	var ix *index
+	var ix *warrant.Index
 	for _, it := range items {
 		if sval(it, "tool") != tool { // another tool's name may extend this one's past '#'
 			continue
@@ -534,7 +466,7 @@ func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.
 					return nil, err
 				}
 			}
-			if t := ix.Tools[tool]; t == nil || !slices.Contains(t.Versions, warrant.Digest(sval(it, "digest"))) {
+			if !ix.HasVersion(tool, warrant.Digest(sval(it, "digest"))) {
 				continue // an orphan of a crawl that failed
 			}
 		}
@@ -555,52 +487,34 @@ func (c *Catalog) Versions(ctx context.Context, server, tool string) ([]warrant.
 
 // VersionKeys implements warrant.Catalog: one GetItem of the server's index.
 func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.VersionKey, error) {
-	out := []warrant.VersionKey{}
 	if warrant.ValidateServerName(server) != nil {
-		return out, nil //nolint:nilerr // a name that cannot be stored names nothing: an empty answer
+		return []warrant.VersionKey{}, nil //nolint:nilerr // a name that cannot be stored names nothing: an empty answer
 	}
 	ix, err := c.index(ctx, server)
 	if err != nil {
 		return nil, err
 	}
-	for tool, t := range ix.Tools {
-		for _, d := range t.Versions {
-			out = append(out, warrant.VersionKey{Server: server, Tool: tool, Digest: d})
-		}
-	}
-	slices.SortFunc(out, func(a, b warrant.VersionKey) int {
-		if c := strings.Compare(a.Tool, b.Tool); c != 0 {
-			return c
-		}
-		return strings.Compare(string(a.Digest), string(b.Digest))
-	})
-	return out, nil
+	return ix.VersionKeys(server), nil
 }
 
-// approvalState is one tool's APPROVALS item.
-type approvalState struct {
-	exists   bool
-	approved warrant.Digest
-	by       string
-	at       time.Time
-	n        int64
-	kinds    map[warrant.Digest]warrant.DecisionKind // latest decision per digest
-	wid      string
-}
-
-func approvalOf(item map[string]types.AttributeValue) approvalState {
-	a := approvalState{exists: item != nil, kinds: map[warrant.Digest]warrant.DecisionKind{}}
+// approvalOf reads one tool's APPROVALS item: the domain's warrant.ApprovalState
+// (approved, by, at; n decisions; kinds, the latest per digest), written by every
+// decision on the tool.
+func approvalOf(item map[string]types.AttributeValue) warrant.ApprovalState {
 	if item == nil {
-		return a
+		return warrant.ApprovalState{}
 	}
-	a.approved, a.by, a.at, a.n, a.wid = warrant.Digest(sval(item, "approved")), sval(item, "by"), tval(item, "at"), nval(item, "n"), sval(item, "wid")
-	_ = json.Unmarshal([]byte(sval(item, "kinds")), &a.kinds)
+	a := warrant.ApprovalState{Approved: warrant.Digest(sval(item, "approved")), By: sval(item, "by"), Decisions: nval(item, "n")}
+	if sval(item, "at") != "" {
+		a.At = tval(item, "at")
+	}
+	_ = json.Unmarshal([]byte(sval(item, "kinds")), &a.Latest)
 	return a
 }
 
 // approvals reads the APPROVALS partition, or only server's items when server is set:
 // server → tool → state.
-func (c *Catalog) approvals(ctx context.Context, server string) (map[string]map[string]approvalState, error) {
+func (c *Catalog) approvals(ctx context.Context, server string) (map[string]map[string]warrant.ApprovalState, error) {
 	prefix := ""
 	if server != "" {
 		prefix = server + "#" // server names hold no '#': the prefix is the server's alone
@@ -609,11 +523,11 @@ func (c *Catalog) approvals(ctx context.Context, server string) (map[string]map[
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]map[string]approvalState{}
+	out := map[string]map[string]warrant.ApprovalState{}
 	for _, it := range items {
 		srv, tool := sval(it, "server"), sval(it, "tool")
 		if out[srv] == nil {
-			out[srv] = map[string]approvalState{}
+			out[srv] = map[string]warrant.ApprovalState{}
 		}
 		out[srv][tool] = approvalOf(it)
 	}
@@ -641,7 +555,7 @@ func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ix.records(s.Name, s.LastSourceCrawl, aps[s.Name])...)
+		out = append(out, ix.Records(s.Name, s.LastSourceCrawl, aps[s.Name])...)
 	}
 	return out, nil
 }
@@ -662,24 +576,7 @@ func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.Too
 	if err != nil {
 		return nil, err
 	}
-	return ix.records(server, srv.LastSourceCrawl, aps[server]), nil
-}
-
-// records derives the tool records of one server from its index, its last SourceCrawl lsc
-// and its tools' approval states, sorted by tool.
-func (ix *index) records(server string, lsc int64, aps map[string]approvalState) []warrant.ToolRecord {
-	names := make([]string, 0, len(ix.Tools))
-	for n, t := range ix.Tools {
-		if len(t.Versions) > 0 || t.GSeen {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	out := make([]warrant.ToolRecord, 0, len(names))
-	for _, n := range names {
-		out = append(out, ix.Tools[n].record(server, n, lsc, aps[n]))
-	}
-	return out
+	return ix.Records(server, srv.LastSourceCrawl, aps[server]), nil
 }
 
 // Proposals implements warrant.Catalog: the servers, their indexes and the approvals.
@@ -698,18 +595,7 @@ func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, 0, len(ix.Tools))
-		for n := range ix.Tools {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			for _, p := range ix.Tools[n].Proposals {
-				if _, decided := aps[s.Name][n].kinds[p.Digest]; !decided {
-					out = append(out, warrant.Proposal{Server: s.Name, Tool: n, Digest: p.Digest, OpenedAt: p.At, Crawl: p.Crawl})
-				}
-			}
-		}
+		out = append(out, ix.Pending(s.Name, aps[s.Name])...)
 	}
 	return out, nil
 }
@@ -741,21 +627,7 @@ func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []warrant.Approval{}
-	for srv, tools := range aps {
-		for tool, a := range tools {
-			if a.approved != "" {
-				out = append(out, warrant.Approval{Server: srv, Tool: tool, Digest: a.approved, By: a.by, At: a.at})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b warrant.Approval) int {
-		if c := strings.Compare(a.Server, b.Server); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Tool, b.Tool)
-	})
-	return out, nil
+	return warrant.Approvals(aps), nil
 }
 
 // AuditHead implements warrant.Catalog: one GetItem.

@@ -239,35 +239,10 @@ func (c *Catalog) AddServer(ctx context.Context, s warrant.Server, a warrant.Aud
 	return fmt.Errorf("%s: %w: the audit log moved on", op, warrant.ErrConflict)
 }
 
-func validateCrawl(r warrant.CrawlRecord) error {
-	cr := r.Crawl
-	if warrant.ValidateServerName(cr.Server) != nil || cr.Seq < 1 {
-		return fmt.Errorf("crawl %q #%d: %w", cr.Server, cr.Seq, warrant.ErrInvalid)
-	}
-	for i, o := range cr.Observations {
-		if !toolKeyOK(o.Tool) || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
-			return fmt.Errorf("crawl %s #%d: observation %q: a tool name and exactly one of a digest or a refusal: %w", cr.Server, cr.Seq, o.Tool, warrant.ErrInvalid)
-		}
-		if i > 0 && cr.Observations[i-1].Tool >= o.Tool {
-			return fmt.Errorf("crawl %s #%d: observations must be sorted by tool with unique names: %w", cr.Server, cr.Seq, warrant.ErrInvalid)
-		}
-	}
-	for _, v := range r.Versions {
-		if v.Server != cr.Server || !toolKeyOK(v.Tool) || !v.Digest.Valid() || warrant.DigestOf(v.Canonical) != v.Digest {
-			return fmt.Errorf("crawl %s #%d: version %s/%s %s: not this server's, or its digest is not its bytes': %w", cr.Server, cr.Seq, v.Server, v.Tool, v.Digest, warrant.ErrInvalid)
-		}
-	}
-	for _, p := range r.Proposals {
-		if p.Server != cr.Server || !toolKeyOK(p.Tool) || !p.Digest.Valid() {
-			return fmt.Errorf("crawl %s #%d: proposal %s/%s: %w", cr.Server, cr.Seq, p.Server, p.Tool, warrant.ErrInvalid)
-		}
-	}
-	return nil
-}
-
 // RecordCrawl implements warrant.Catalog (catalog.md, "RecordCrawl"): it reads the server
-// and its index, checks that everything fits DynamoDB's limits (ErrInvalid, nothing
-// written, when it cannot), then writes, each step idempotent:
+// and its index, applies the crawl to the index (warrant.Index.Apply, which checks the
+// record), checks that everything fits DynamoDB's limits (ErrInvalid, nothing written,
+// when it cannot), then writes, each step idempotent:
 //
 //  1. the payloads too large for an item to the blob store, put-if-absent by content key;
 //  2. the new versions the transaction has no room for (100 items, txBudget bytes), staged:
@@ -279,7 +254,7 @@ func validateCrawl(r warrant.CrawlRecord) error {
 // A failure at any step leaves only what nothing reads: objects no item names, staged
 // versions no index lists. The next crawl of the same digests adopts them.
 func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warrant.AuditAppend) error {
-	if err := validateCrawl(r); err != nil {
+	if err := warrant.ValidateCrawl(r); err != nil {
 		return err
 	}
 	cr := r.Crawl
@@ -298,21 +273,26 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 	if err != nil {
 		return err
 	}
-	before, _ := json.Marshal(ix)
+	prev := serverOf(srv)
+	known := make([]bool, len(r.Versions)) // already listed by the index: compared, not put
+	for i, v := range r.Versions {
+		known[i] = ix.HasVersion(v.Tool, v.Digest)
+	}
+	changed, err := ix.Apply(r, prev.LastSourceCrawl)
+	if err != nil {
+		return err
+	}
+	next := prev.After(cr)
 	wid, err := c.writeID()
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	pending := pendingBlobs{}
 	pk := pkServer(cr.Server)
-	lsc := nval(srv, "last_source_crawl")
-	if cr.Source == warrant.SourceCrawl {
-		lsc = cr.Seq
-	}
 	items := []txItem{{role: roleServer, item: types.TransactWriteItem{Update: &types.Update{TableName: c.table, Key: keyOf(pkServers, skServer(cr.Server)),
 		UpdateExpression:                    aws.String("SET last_crawl = :seq, last_source_crawl = :lsc, wid = :wid"),
 		ConditionExpression:                 aws.String("last_crawl = :prev"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":seq": num(cr.Seq), ":lsc": num(lsc), ":prev": num(cr.Seq - 1), ":wid": str(wid)},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":seq": num(next.LastCrawl), ":lsc": num(next.LastSourceCrawl), ":prev": num(cr.Seq - 1), ":wid": str(wid)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}}
 	putNew := func(item map[string]types.AttributeValue) txItem {
 		return txItem{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}}
@@ -340,9 +320,8 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 	}
 	// Versions, put if absent; one already stored must hold the same bytes.
 	var verItems []map[string]types.AttributeValue
-	for _, v := range r.Versions {
-		t := ix.Tools[v.Tool]
-		if t != nil && slices.Contains(t.Versions, v.Digest) {
+	for i, v := range r.Versions {
+		if known[i] {
 			old, err := c.get(ctx, op, pk, skVersion(v.Tool, v.Digest))
 			if err != nil {
 				return err
@@ -356,58 +335,15 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 		if err != nil {
 			return err
 		}
-		item := with(keyOf(pk, skVersion(v.Tool, v.Digest)), append([]any{"tool", str(v.Tool), "digest", str(string(v.Digest)),
-			"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)}, attrs...)...)
-		if t == nil {
-			t = &toolIndex{}
-			ix.Tools[v.Tool] = t
-		}
-		t.Versions = append(t.Versions, v.Digest)
-		verItems = append(verItems, item)
+		verItems = append(verItems, with(keyOf(pk, skVersion(v.Tool, v.Digest)), append([]any{"tool", str(v.Tool), "digest", str(string(v.Digest)),
+			"first_seen_at", tstr(v.FirstSeenAt), "first_seen_by", str(v.FirstSeenBy), "first_crawl", num(v.FirstCrawl)}, attrs...)...))
 	}
-	// Proposals: recorded in the index (the versions carry the history of when they were
-	// first seen); one already there is left as it is.
-	for _, p := range r.Proposals {
-		t := ix.Tools[p.Tool]
-		if t == nil || !slices.Contains(t.Versions, p.Digest) {
-			return fmt.Errorf("%s: proposal %s %s names no version of the tool: %w", op, p.Tool, p.Digest, warrant.ErrInvalid)
+	// The index, when the crawl changed it (an unchanged listing does not touch it).
+	if changed {
+		after, err := json.Marshal(ix)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		if !slices.ContainsFunc(t.Proposals, func(x proposalIndex) bool { return x.Digest == p.Digest }) {
-			t.Proposals = append(t.Proposals, proposalIndex{Digest: p.Digest, At: p.OpenedAt.UTC(), Crawl: p.Crawl})
-		}
-	}
-	if cr.Source == warrant.SourceCrawl {
-		listed := map[string]bool{}
-		for _, o := range cr.Observations {
-			listed[o.Tool] = true
-			t := ix.Tools[o.Tool]
-			if t == nil {
-				t = &toolIndex{}
-				ix.Tools[o.Tool] = t
-			}
-			t.Seen, t.Gone, t.Cur, t.Ref = true, 0, o.Digest, o.Refused
-			if o.Digest != "" && (len(t.Order) == 0 || t.Order[len(t.Order)-1] != o.Digest) {
-				t.Order = append(slices.DeleteFunc(t.Order, func(d warrant.Digest) bool { return d == o.Digest }), o.Digest)
-			}
-		}
-		for name, t := range ix.Tools {
-			if !listed[name] && t.Seen && t.Gone == 0 {
-				t.Gone = nval(srv, "last_source_crawl")
-			}
-		}
-	} else {
-		// A gateway record is partial: it updates what it observed and removes nothing.
-		for _, o := range cr.Observations {
-			t := ix.Tools[o.Tool]
-			if t == nil {
-				t = &toolIndex{}
-				ix.Tools[o.Tool] = t
-			}
-			t.GCur, t.GRef, t.GLast = o.Digest, o.Refused, cr.Seq
-			t.GSeen = t.GSeen || o.Digest != ""
-		}
-	}
-	if after, _ := json.Marshal(ix); string(after) != string(before) {
 		attrs, err := c.payload(op, "the server's index (its tools, versions and proposals)", "idx", after, pending)
 		if err != nil {
 			return err
@@ -483,13 +419,8 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 // the count (a concurrent decision that left the approval as expected) is re-read and
 // re-sent, at most MaxTxAttempts times.
 func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.AuditAppend) error {
-	switch d.Kind {
-	case warrant.DecisionApproved, warrant.DecisionRejected, warrant.DecisionRolledBack:
-	default:
-		return fmt.Errorf("decision %q: %w", d.Kind, warrant.ErrInvalid)
-	}
-	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) || warrant.ValidateServerName(d.Server) != nil || !toolKeyOK(d.Tool) {
-		return fmt.Errorf("decision on %s/%s: malformed server, tool or digest: %w", d.Server, d.Tool, warrant.ErrInvalid)
+	if err := warrant.ValidateDecision(d); err != nil {
+		return err
 	}
 	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
 	if _, err := c.versionItem(ctx, d.Server, d.Tool, d.Digest); err != nil {
@@ -509,33 +440,24 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 			return err
 		}
 		st := approvalOf(item)
-		if st.approved != d.Expect {
-			return fmt.Errorf("%s: the approved digest is %q, not %q as read: %w", op, st.approved, d.Expect, warrant.ErrConflict)
+		next, err := st.Decide(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		next := st.approved
-		switch d.Kind {
-		case warrant.DecisionApproved, warrant.DecisionRolledBack:
-			next = d.Digest
-		case warrant.DecisionRejected:
-			if st.approved == d.Digest {
-				next = ""
-			}
-		}
-		st.kinds[d.Digest] = d.Kind
-		kinds, _ := json.Marshal(st.kinds)
-		n := st.n + 1
+		kinds, _ := json.Marshal(next.Latest)
+		n := next.Decisions
 		set := "SET #s = :server, tool = :tool, n = :n, kinds = :kinds, wid = :wid"
 		vals := map[string]types.AttributeValue{":server": str(d.Server), ":tool": str(d.Tool), ":n": num(n), ":kinds": str(string(kinds)), ":wid": str(wid)}
-		if next != "" {
+		if next.Approved != "" {
 			set += ", approved = :next, #by = :by, #at = :at"
-			vals[":next"], vals[":by"], vals[":at"] = str(string(next)), str(d.Actor), tstr(d.At)
+			vals[":next"], vals[":by"], vals[":at"] = str(string(next.Approved)), str(next.By), tstr(next.At)
 		} else {
 			set += " REMOVE approved, #by, #at"
 		}
 		cond := "attribute_not_exists(pk)"
-		if st.exists {
+		if item != nil {
 			cond = "n = :prevn AND "
-			vals[":prevn"] = num(st.n)
+			vals[":prevn"] = num(st.Decisions)
 			if d.Expect == "" {
 				cond += "attribute_not_exists(approved)"
 			} else {

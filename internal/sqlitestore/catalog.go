@@ -3,13 +3,16 @@ package sqlitestore
 // The toolwarrant catalog driver. Data model (catalog_schema.go):
 //
 //	servers       name → url, allow_private, headers (JSON [{header, env}]; names only,
-//	              never values), added_at/by, last_crawl (the check-and-set counter)
+//	              never values), added_at/by, last_crawl (the check-and-set counter),
+//	              last_source_crawl                                             guarded
 //	crawls        (server, seq) → source, started/finished_at, crawled_by     history
 //	observations  (server, seq, tool) → digest | refused                       history
 //	versions      (server, tool, digest) → canonical JSON, first seen           history
 //	proposals     (server, tool, digest) → opened_at, crawl                    history
 //	decisions     id → server, tool, digest, kind, actor, at, expect, ...      history
-//	approvals     (server, tool) → digest (NULL: none), decision               guarded
+//	approvals     (server, tool) → digest (NULL: none), decision (the latest),
+//	              approved_by/at, decisions, kinds: warrant.ApprovalState       guarded
+//	server_index  server → idx: the server's warrant.Index (JSON)               guarded
 //	audit         seq → type, actor, at, prev_hash, hash, body, key_id, sig    history
 //	audit_head    the one row (seq, hash)                                       guarded
 //
@@ -18,12 +21,16 @@ package sqlitestore
 // process or another:
 //
 //  1. RecordCrawl reads servers.last_crawl and refuses (ErrConflict) unless the crawl's seq
-//     is one more; inserts the crawl and its observations; advances last_crawl (a trigger
-//     insists on +1 and an existing crawl); inserts each version and proposal with
+//     is one more; reads the server's index and applies the crawl to it
+//     (warrant.Index.Apply, which checks the record: ErrInvalid); inserts the crawl and its
+//     observations; advances last_crawl and last_source_crawl (warrant.Server.After;
+//     triggers insist on +1 and an existing crawl); inserts each version and proposal with
 //     ON CONFLICT DO NOTHING and, when nothing was inserted, compares the stored bytes
-//     (equal: fine, idempotent; different: ErrConflict).
-//  2. Decide reads the tool's approval and refuses unless it is still Decision.Expect;
-//     inserts the decision; upserts the approval row to point at it.
+//     (equal: fine, idempotent; different: ErrConflict); stores the index if it changed.
+//  2. Decide reads the tool's approval state and applies the decision to it
+//     (warrant.ApprovalState.Decide: ErrConflict unless the approved digest is still
+//     Decision.Expect); inserts the decision; upserts the approval row with the new state,
+//     pointing at the decision.
 //  3. Any write carrying audit records reads audit_head and refuses unless it is still
 //     AuditAppend.Prev; inserts the records after checking they link (seq+1, prev_hash);
 //     moves audit_head to the last one (a trigger insists it moves forward, to a record).
@@ -32,9 +39,13 @@ package sqlitestore
 // records are stored together or not at all.
 //
 // Crawls of source 'gateway' (what the gateway processor saw served and did not serve)
-// take the next seq like any crawl and carry observations only. Nothing is stored twice:
-// a server's last crawl of source 'crawl' (warrant.Server.LastSourceCrawl) and every
-// tool's current observation are derived by the reads (serverColumns, toolsQuery).
+// take the next seq like any crawl and carry observations only. The state the domain
+// derives from the history — each server's last crawl of source 'crawl' and index, each
+// tool's approval state — is stored by the write it derives from and read back: the
+// reads derive nothing (Tools, ServerTools and Proposals hand the stored index and
+// approval states to warrant.Index). A catalog of schema version 1 (which kept none of
+// it) is upgraded once when opened for writing; opened read-only, the state is derived
+// from its history once, at open, and kept in memory (catalog_upgrade.go).
 
 import (
 	"context"
@@ -46,7 +57,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -84,6 +94,9 @@ type Catalog struct {
 	path string
 	w    *sql.DB // the one writer connection; nil when read-only
 	r    *sql.DB // read-only pool
+	// v1 is the derived state of a schema version 1 catalog opened read-only, derived
+	// once at open; nil otherwise (the state is in the file).
+	v1 *derived
 }
 
 // OpenCatalog opens (or, with Create, creates) the catalog at cfg.Path.
@@ -91,7 +104,9 @@ type Catalog struct {
 // It refuses, before opening the database, a file readable or writable by group or others
 // (ErrCatalogPermissions), a missing file unless Create (wrapping fs.ErrNotExist), and with
 // Create an existing file (wrapping fs.ErrExist). It then refuses a file that is not a
-// toolwarrant catalog or has a schema version this build does not understand.
+// toolwarrant catalog or has a schema version this build does not understand. A catalog
+// of schema version 1 is upgraded to version 2 once, in one transaction, unless opened
+// read-only (its derived state is then derived in memory, once).
 func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("sqlitestore: CatalogConfig.Path is required")
@@ -144,7 +159,15 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := c.checkFormat(ctx); err != nil {
+	version, err := c.checkFormat(ctx)
+	if err == nil && version == catalogSchemaV1 {
+		if c.w != nil {
+			err = c.upgrade(ctx)
+		} else {
+			c.v1, err = deriveFromHistory(ctx, c.r)
+		}
+	}
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("catalog %s: %w", cfg.Path, err)
 	}
@@ -190,7 +213,7 @@ func (c *Catalog) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, catalogSchema); err != nil {
 		return cwrap("create schema", err)
 	}
-	for k, v := range map[string]string{"format": catalogFormat, "schema_version": catalogSchemaVersion} {
+	for k, v := range map[string]string{"format": catalogFormat, "schema_version": catalogSchemaV1} {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO catalog_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, k, v); err != nil {
 			return cwrap("record "+k, err)
 		}
@@ -199,19 +222,24 @@ func (c *Catalog) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING`, g.Seq, g.Hash); err != nil {
 		return cwrap("create audit head", err)
 	}
+	// A new catalog takes the same upgrade as an old one, so both have one schema.
+	if err := upgradeTx(ctx, tx); err != nil {
+		return err
+	}
 	return cwrap("commit migration", tx.Commit())
 }
 
-func (c *Catalog) checkFormat(ctx context.Context) error {
+// checkFormat returns the catalog's schema version: this build's or the one it upgrades.
+func (c *Catalog) checkFormat(ctx context.Context) (string, error) {
 	var format, version string
 	err := c.r.QueryRowContext(ctx, `SELECT (SELECT value FROM catalog_meta WHERE key = 'format'), (SELECT value FROM catalog_meta WHERE key = 'schema_version')`).Scan(&format, &version)
 	if err != nil || format != catalogFormat {
-		return errors.New("not a toolwarrant catalog (create one with 'toolwarrant init')")
+		return "", errors.New("not a toolwarrant catalog (create one with 'toolwarrant init')")
 	}
-	if version != catalogSchemaVersion {
-		return fmt.Errorf("catalog schema version %q is not understood by this build (it understands %q)", version, catalogSchemaVersion)
+	if version != catalogSchemaVersion && version != catalogSchemaV1 {
+		return "", fmt.Errorf("catalog schema version %q is not understood by this build (it understands %q and upgrades %q)", version, catalogSchemaVersion, catalogSchemaV1)
 	}
-	return nil
+	return version, nil
 }
 
 // Close closes every handle. It is safe to call more than once.
@@ -381,10 +409,25 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// serverColumns reads a server; its LastSourceCrawl is derived from the crawls (the
-// newest with source 'crawl', found by walking the server's crawls down from the top).
-const serverColumns = `name, url, allow_private, headers, added_at, added_by, last_crawl,
-	COALESCE((SELECT c.seq FROM crawls c WHERE c.server = servers.name AND c.source = 'crawl' ORDER BY c.seq DESC LIMIT 1), 0)`
+// serverColumns reads a server (scanServer).
+const serverColumns = `name, url, allow_private, headers, added_at, added_by, last_crawl, last_source_crawl`
+
+// readServer reads a server through the read pool: serverColumns, or on a version 1
+// catalog opened read-only the columns it has, with the LastSourceCrawl derived at open.
+func (c *Catalog) readServer(row interface{ Scan(...any) error }) (warrant.Server, error) {
+	s, err := scanServer(row)
+	if c.v1 != nil {
+		s.LastSourceCrawl = c.v1.lsc[s.Name]
+	}
+	return s, err
+}
+
+func (c *Catalog) serverColumns() string {
+	if c.v1 != nil {
+		return `name, url, allow_private, headers, added_at, added_by, last_crawl, 0`
+	}
+	return serverColumns
+}
 
 func scanServer(row interface{ Scan(...any) error }) (warrant.Server, error) {
 	var s warrant.Server
@@ -406,7 +449,7 @@ func scanServer(row interface{ Scan(...any) error }) (warrant.Server, error) {
 
 // Server implements warrant.Catalog.
 func (c *Catalog) Server(ctx context.Context, name string) (warrant.Server, error) {
-	s, err := scanServer(c.r.QueryRowContext(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = ?`, name))
+	s, err := c.readServer(c.r.QueryRowContext(ctx, `SELECT `+c.serverColumns()+` FROM servers WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, fmt.Errorf("server %q: %w", name, warrant.ErrNotFound)
 	}
@@ -415,14 +458,14 @@ func (c *Catalog) Server(ctx context.Context, name string) (warrant.Server, erro
 
 // Servers implements warrant.Catalog.
 func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
-	rows, err := c.r.QueryContext(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+	rows, err := c.r.QueryContext(ctx, `SELECT `+c.serverColumns()+` FROM servers ORDER BY name`)
 	if err != nil {
 		return nil, cwrap("list servers", err)
 	}
 	defer rows.Close()
 	out := []warrant.Server{}
 	for rows.Next() {
-		s, err := scanServer(rows)
+		s, err := c.readServer(rows)
 		if err != nil {
 			return nil, cwrap("list servers", err)
 		}
@@ -431,51 +474,35 @@ func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
 	return out, cwrap("list servers", rows.Err())
 }
 
-func validateCrawl(r warrant.CrawlRecord) error {
-	cr := r.Crawl
-	if cr.Seq < 1 || cr.Server == "" || (cr.Source != warrant.SourceCrawl && cr.Source != warrant.SourceGateway) {
-		return fmt.Errorf("crawl %d of %q (source %q): %w", cr.Seq, cr.Server, cr.Source, warrant.ErrInvalid)
-	}
-	for i, o := range cr.Observations {
-		if o.Tool == "" || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
-			return fmt.Errorf("crawl %d of %q: observation %d: needs a tool and exactly one of a valid digest or a refusal: %w", cr.Seq, cr.Server, i, warrant.ErrInvalid)
-		}
-		if i > 0 && cr.Observations[i-1].Tool >= o.Tool {
-			return fmt.Errorf("crawl %d of %q: observations are not sorted by unique tool name: %w", cr.Seq, cr.Server, warrant.ErrInvalid)
-		}
-	}
-	for _, v := range r.Versions {
-		if v.Server != cr.Server || v.Tool == "" || warrant.DigestOf(v.Canonical) != v.Digest {
-			return fmt.Errorf("version %s/%s %s: wrong server, no tool, or digest does not match its bytes: %w", v.Server, v.Tool, v.Digest, warrant.ErrInvalid)
-		}
-	}
-	for _, p := range r.Proposals {
-		if p.Server != cr.Server || !p.Digest.Valid() {
-			return fmt.Errorf("proposal %s/%s %s: %w", p.Server, p.Tool, p.Digest, warrant.ErrInvalid)
-		}
-	}
-	return nil
-}
-
 // RecordCrawl implements warrant.Catalog.
 func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warrant.AuditAppend) error {
-	if err := validateCrawl(r); err != nil {
+	if err := warrant.ValidateCrawl(r); err != nil {
 		return err
 	}
 	cr := r.Crawl
 	op := fmt.Sprintf("record crawl %d of %s", cr.Seq, cr.Server)
 	return c.write(ctx, op, func(tx *sql.Tx) error {
-		var last int64
-		err := tx.QueryRowContext(ctx, `SELECT last_crawl FROM servers WHERE name = ?`, cr.Server).Scan(&last)
+		var srv warrant.Server
+		err := tx.QueryRowContext(ctx, `SELECT last_crawl, last_source_crawl FROM servers WHERE name = ?`, cr.Server).Scan(&srv.LastCrawl, &srv.LastSourceCrawl)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%s: server %q: %w", op, cr.Server, warrant.ErrNotFound)
 		}
 		if err != nil {
 			return cwrap(op, err)
 		}
+		last := srv.LastCrawl
 		if cr.Seq != last+1 {
 			return fmt.Errorf("%s: the server's last crawl is %d: %w", op, last, warrant.ErrConflict)
 		}
+		ix, err := readIndex(ctx, tx, cr.Server)
+		if err != nil {
+			return err
+		}
+		changed, err := ix.Apply(r, srv.LastSourceCrawl)
+		if err != nil {
+			return err
+		}
+		next := srv.After(cr)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO crawls (server, seq, source, started_at, finished_at, crawled_by) VALUES (?, ?, ?, ?, ?, ?)`,
 			cr.Server, cr.Seq, string(cr.Source), nanos(cr.StartedAt), nanos(cr.FinishedAt), cr.By); err != nil {
 			return cwrap(op, err)
@@ -492,7 +519,8 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 				}
 			}
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE servers SET last_crawl = ? WHERE name = ? AND last_crawl = ?`, cr.Seq, cr.Server, last)
+		res, err := tx.ExecContext(ctx, `UPDATE servers SET last_crawl = ?, last_source_crawl = ? WHERE name = ? AND last_crawl = ?`,
+			next.LastCrawl, next.LastSourceCrawl, cr.Server, last)
 		if err := affectedOne(res, err, op+": advance last crawl"); err != nil {
 			return err
 		}
@@ -518,8 +546,32 @@ func (c *Catalog) RecordCrawl(ctx context.Context, r warrant.CrawlRecord, a warr
 				return cwrap(op+": proposal "+p.Tool, err)
 			}
 		}
+		if changed {
+			if err := putIndex(ctx, tx, cr.Server, ix); err != nil {
+				return err
+			}
+		}
 		return appendAudit(ctx, tx, a)
 	})
+}
+
+// readIndex reads a server's index (an empty one before its first record).
+func readIndex(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, server string) (*warrant.Index, error) {
+	var b []byte
+	err := q.QueryRowContext(ctx, `SELECT idx FROM server_index WHERE server = ?`, server).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return warrant.NewIndex(), nil
+	}
+	if err != nil {
+		return nil, cwrap("read index of "+server, err)
+	}
+	ix := warrant.NewIndex()
+	if err := json.Unmarshal(b, ix); err != nil {
+		return nil, fmt.Errorf("read index of %s: %w", server, err)
+	}
+	return ix, nil
 }
 
 func nullStr(s string) any {
@@ -624,106 +676,128 @@ func (c *Catalog) VersionKeys(ctx context.Context, server string) ([]warrant.Ver
 	return out, cwrap("list version keys", rows.Err())
 }
 
-// toolsQuery reads every tool's record in one statement (one snapshot). Crawl and gateway
-// records combine by record number (warrant.ToolRecord): a tool is one with a version or
-// with a digest observed by a gateway record; its current observation is that of the
-// highest-numbered record of either source that observed it (lasto); the server's last
-// crawl (lastc) and the previous digest count source 'crawl' records only. Each "/*S*/"
-// becomes a condition on the server (serverToolsQuery) or nothing (allToolsQuery).
-const toolsQuery = `
-WITH v AS (SELECT server, tool, COUNT(*) AS n FROM versions WHERE 1 /*S*/ GROUP BY server, tool),
-g AS (SELECT DISTINCT o.server, o.tool FROM observations o
-      JOIN crawls c ON c.server = o.server AND c.seq = o.seq AND c.source = 'gateway'
-      WHERE o.digest IS NOT NULL /*S o.*/),
-t AS (SELECT server, tool, n FROM v
-      UNION ALL
-      SELECT g.server, g.tool, 0 FROM g WHERE NOT EXISTS (SELECT 1 FROM v WHERE v.server = g.server AND v.tool = g.tool)),
-lastc AS (SELECT server, MAX(seq) AS seq FROM crawls WHERE source = 'crawl' /*S*/ GROUP BY server),
-lasto AS (SELECT server, tool, MAX(seq) AS seq FROM observations WHERE 1 /*S*/ GROUP BY server, tool)
-SELECT t.server, t.tool, t.n, COALESCE(lo.seq, 0), COALESCE(lc.seq, 0),
-       COALESCE(o.digest, ''), COALESCE(o.refused, ''), COALESCE(c.source, ''), COALESCE(a.digest, ''),
-       COALESCE((SELECT d.kind FROM decisions d WHERE d.server = t.server AND d.tool = t.tool AND d.digest = o.digest ORDER BY d.id DESC LIMIT 1), ''),
-       COALESCE((SELECT o2.digest FROM observations o2 JOIN crawls c2 ON c2.server = o2.server AND c2.seq = o2.seq AND c2.source = 'crawl'
-                 WHERE o2.server = t.server AND o2.tool = t.tool AND o2.digest IS NOT NULL AND o2.digest IS NOT o.digest
-                 ORDER BY o2.seq DESC LIMIT 1), '')
-FROM t
-LEFT JOIN lastc lc ON lc.server = t.server
-LEFT JOIN lasto lo ON lo.server = t.server AND lo.tool = t.tool
-LEFT JOIN observations o ON o.server = t.server AND o.tool = t.tool AND o.seq = lo.seq
-LEFT JOIN crawls c ON c.server = t.server AND c.seq = lo.seq
-LEFT JOIN approvals a ON a.server = t.server AND a.tool = t.tool
-ORDER BY t.server, t.tool`
-
-var (
-	allToolsQuery    = strings.NewReplacer("/*S o.*/", "", "/*S*/", "").Replace(toolsQuery)
-	serverToolsQuery = strings.NewReplacer("/*S o.*/", "AND o.server = @server", "/*S*/", "AND server = @server").Replace(toolsQuery)
-)
-
-// Tools implements warrant.Catalog.
+// Tools implements warrant.Catalog: the servers, their indexes and the approval states,
+// read in one transaction (one snapshot), handed to warrant.Index.Records.
 func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
-	return c.tools(ctx, "list tools", allToolsQuery)
-}
-
-// ServerTools implements warrant.Catalog: the server, then Tools' statement restricted to
-// it (a server is never removed, so the two reads agree).
-func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
-	if _, err := c.Server(ctx, server); err != nil {
-		return nil, err
-	}
-	return c.tools(ctx, "list tools of "+server, serverToolsQuery, sql.Named("server", server))
-}
-
-func (c *Catalog) tools(ctx context.Context, op, query string, args ...any) ([]warrant.ToolRecord, error) {
-	rows, err := c.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, cwrap(op, err)
-	}
-	defer rows.Close()
 	out := []warrant.ToolRecord{}
-	for rows.Next() {
-		var r warrant.ToolRecord
-		var cur, src, appr, kind, prev string
-		if err := rows.Scan(&r.Server, &r.Tool, &r.Versions, &r.LastCrawl, &r.ServerLastCrawl, &cur, &r.Refused, &src, &appr, &kind, &prev); err != nil {
-			return nil, cwrap(op, err)
-		}
-		r.Current, r.CurrentSource, r.Approved, r.CurrentDecision, r.Previous = warrant.Digest(cur), warrant.Source(src), warrant.Digest(appr), warrant.DecisionKind(kind), warrant.Digest(prev)
-		out = append(out, r)
-	}
-	return out, cwrap(op, rows.Err())
+	err := c.state(ctx, "list tools", "", func(s warrant.Server, ix *warrant.Index, aps map[string]warrant.ApprovalState) {
+		out = append(out, ix.Records(s.Name, s.LastSourceCrawl, aps)...)
+	})
+	return out, err
 }
 
-// Proposals implements warrant.Catalog.
-func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
-	rows, err := c.r.QueryContext(ctx, `SELECT p.server, p.tool, p.digest, p.opened_at, p.crawl FROM proposals p
-		WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.server = p.server AND d.tool = p.tool AND d.digest = p.digest)
-		ORDER BY p.server, p.tool, p.crawl, p.digest`)
+// ServerTools implements warrant.Catalog: Tools' reads restricted to the server.
+func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
+	var out []warrant.ToolRecord
+	err := c.state(ctx, "list tools of "+server, server, func(s warrant.Server, ix *warrant.Index, aps map[string]warrant.ApprovalState) {
+		out = ix.Records(s.Name, s.LastSourceCrawl, aps)
+	})
+	if err == nil && out == nil {
+		return nil, fmt.Errorf("server %q: %w", server, warrant.ErrNotFound)
+	}
+	return out, err
+}
+
+// state reads, in one read transaction, every server (or the one named) with its index
+// and its tools' approval states, and calls fn for each, in server order. On a version 1
+// catalog opened read-only the index and states are those derived at open.
+func (c *Catalog) state(ctx context.Context, op, only string, fn func(warrant.Server, *warrant.Index, map[string]warrant.ApprovalState)) error {
+	tx, err := c.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, cwrap("list proposals", err)
+		return cwrap(op, err)
 	}
-	defer rows.Close()
-	out := []warrant.Proposal{}
-	for rows.Next() {
-		var p warrant.Proposal
-		var d string
-		var at int64
-		if err := rows.Scan(&p.Server, &p.Tool, &d, &at, &p.Crawl); err != nil {
-			return nil, cwrap("list proposals", err)
+	defer tx.Rollback()
+	query, args := `SELECT `+c.serverColumns()+` FROM servers ORDER BY name`, []any{}
+	if only != "" {
+		query, args = `SELECT `+c.serverColumns()+` FROM servers WHERE name = ?`, []any{only}
+	}
+	var servers []warrant.Server
+	if err := each(ctx, tx, query, args, func(rows *sql.Rows) error {
+		s, err := c.readServer(rows)
+		servers = append(servers, s)
+		return err
+	}); err != nil {
+		return cwrap(op, err)
+	}
+	aps, err := c.approvalStates(ctx, tx, only)
+	if err != nil {
+		return cwrap(op, err)
+	}
+	for _, s := range servers {
+		var ix *warrant.Index
+		if c.v1 != nil {
+			ix = c.v1.indexes[s.Name]
+		} else if ix, err = readIndex(ctx, tx, s.Name); err != nil {
+			return err
 		}
-		p.Digest, p.OpenedAt = warrant.Digest(d), fromNanos(at)
-		out = append(out, p)
+		if ix == nil {
+			ix = warrant.NewIndex()
+		}
+		fn(s, ix, aps[s.Name])
 	}
-	return out, cwrap("list proposals", rows.Err())
+	return nil
+}
+
+// approvalStates reads the approval states of every tool (of the server named, if any):
+// server → tool → state.
+func (c *Catalog) approvalStates(ctx context.Context, q queryer, only string) (map[string]map[string]warrant.ApprovalState, error) {
+	if c.v1 != nil {
+		return c.v1.approvals, nil
+	}
+	out := map[string]map[string]warrant.ApprovalState{}
+	query, args := `SELECT server, tool, `+approvalColumns+` FROM approvals`, []any{}
+	if only != "" {
+		query, args = query+` WHERE server = ?`, []any{only}
+	}
+	err := each(ctx, q, query, args, func(rows *sql.Rows) error {
+		var server, tool string
+		st, err := scanApproval(rows, &server, &tool)
+		if err != nil {
+			return err
+		}
+		if out[server] == nil {
+			out[server] = map[string]warrant.ApprovalState{}
+		}
+		out[server][tool] = st
+		return nil
+	})
+	return out, err
+}
+
+// approvalColumns are a tool's warrant.ApprovalState (scanApproval).
+const approvalColumns = `COALESCE(digest, ''), approved_by, approved_at, decisions, kinds`
+
+// scanApproval scans approvalColumns, after the columns into lead.
+func scanApproval(row interface{ Scan(...any) error }, lead ...any) (warrant.ApprovalState, error) {
+	var st warrant.ApprovalState
+	var approved, kinds string
+	var at int64
+	if err := row.Scan(append(lead, &approved, &st.By, &at, &st.Decisions, &kinds)...); err != nil {
+		return st, err
+	}
+	st.Approved = warrant.Digest(approved)
+	if at != 0 {
+		st.At = fromNanos(at)
+	}
+	if err := json.Unmarshal([]byte(kinds), &st.Latest); err != nil {
+		return st, fmt.Errorf("stored decision kinds: %w", err)
+	}
+	return st, nil
+}
+
+// Proposals implements warrant.Catalog: Tools' reads, handed to warrant.Index.Pending.
+func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
+	out := []warrant.Proposal{}
+	err := c.state(ctx, "list proposals", "", func(s warrant.Server, ix *warrant.Index, aps map[string]warrant.ApprovalState) {
+		out = append(out, ix.Pending(s.Name, aps)...)
+	})
+	return out, err
 }
 
 // Decide implements warrant.Catalog.
 func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.AuditAppend) error {
-	switch d.Kind {
-	case warrant.DecisionApproved, warrant.DecisionRejected, warrant.DecisionRolledBack:
-	default:
-		return fmt.Errorf("decision %q: %w", d.Kind, warrant.ErrInvalid)
-	}
-	if !d.Digest.Valid() || (d.Expect != "" && !d.Expect.Valid()) {
-		return fmt.Errorf("decision on %s/%s: malformed digest: %w", d.Server, d.Tool, warrant.ErrInvalid)
+	if err := warrant.ValidateDecision(d); err != nil {
+		return err
 	}
 	op := fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool)
 	return c.write(ctx, op, func(tx *sql.Tx) error {
@@ -738,13 +812,13 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		if err != nil {
 			return cwrap(op, err)
 		}
-		var cur sql.NullString
-		err = tx.QueryRowContext(ctx, `SELECT digest FROM approvals WHERE server = ? AND tool = ?`, d.Server, d.Tool).Scan(&cur)
+		cur, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE server = ? AND tool = ?`, d.Server, d.Tool))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return cwrap(op, err)
 		}
-		if warrant.Digest(cur.String) != d.Expect {
-			return fmt.Errorf("%s: the approved digest is %q, not %q as read: %w", op, cur.String, d.Expect, warrant.ErrConflict)
+		next, err := cur.Decide(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO decisions (server, tool, digest, kind, actor, decided_at, expect, accepted_suspicious, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.Server, d.Tool, string(d.Digest), string(d.Kind), d.Actor, nanos(d.At), string(d.Expect), boolInt(d.AcceptedSuspicious), d.Note)
@@ -755,20 +829,15 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		if err != nil {
 			return cwrap(op, err)
 		}
-		next := cur
-		switch d.Kind {
-		case warrant.DecisionApproved, warrant.DecisionRolledBack:
-			next = sql.NullString{String: string(d.Digest), Valid: true}
-		case warrant.DecisionRejected:
-			if cur.String == string(d.Digest) {
-				next = sql.NullString{}
-			}
+		kinds, err := json.Marshal(next.Latest)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		if next != cur || d.Kind != warrant.DecisionRejected {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (server, tool, digest, decision) VALUES (?, ?, ?, ?)
-				ON CONFLICT (server, tool) DO UPDATE SET digest = excluded.digest, decision = excluded.decision`, d.Server, d.Tool, next, id); err != nil {
-				return cwrap(op+": approval", err)
-			}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (server, tool, digest, decision, approved_by, approved_at, decisions, kinds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (server, tool) DO UPDATE SET digest = excluded.digest, decision = excluded.decision, approved_by = excluded.approved_by,
+				approved_at = excluded.approved_at, decisions = excluded.decisions, kinds = excluded.kinds`,
+			d.Server, d.Tool, nullStr(string(next.Approved)), id, next.By, approvedAt(next), next.Decisions, string(kinds)); err != nil {
+			return cwrap(op+": approval", err)
 		}
 		return appendAudit(ctx, tx, a)
 	})
@@ -797,26 +866,13 @@ func (c *Catalog) Decisions(ctx context.Context, server, tool string) ([]warrant
 	return out, cwrap("list decisions", rows.Err())
 }
 
-// Approvals implements warrant.Catalog.
+// Approvals implements warrant.Catalog: the approval states with an approved digest.
 func (c *Catalog) Approvals(ctx context.Context) ([]warrant.Approval, error) {
-	rows, err := c.r.QueryContext(ctx, `SELECT a.server, a.tool, a.digest, d.actor, d.decided_at FROM approvals a
-		JOIN decisions d ON d.id = a.decision WHERE a.digest IS NOT NULL ORDER BY a.server, a.tool`)
+	aps, err := c.approvalStates(ctx, c.r, "")
 	if err != nil {
 		return nil, cwrap("list approvals", err)
 	}
-	defer rows.Close()
-	out := []warrant.Approval{}
-	for rows.Next() {
-		var ap warrant.Approval
-		var d string
-		var at int64
-		if err := rows.Scan(&ap.Server, &ap.Tool, &d, &ap.By, &at); err != nil {
-			return nil, cwrap("list approvals", err)
-		}
-		ap.Digest, ap.At = warrant.Digest(d), fromNanos(at)
-		out = append(out, ap)
-	}
-	return out, cwrap("list approvals", rows.Err())
+	return warrant.Approvals(aps), nil
 }
 
 // AppendAudit implements warrant.Catalog.

@@ -2,13 +2,18 @@ package sqlitestore
 
 // catalogFormat and catalogSchemaVersion are stored in catalog_meta and checked on open:
 // a Padlock database, or a catalog written by a newer incompatible build, is refused
-// rather than misread.
+// rather than misread. Version 1 catalogs (written before the driver kept the derived
+// state below) are upgraded once (catalog_upgrade.go).
 const (
 	catalogFormat        = "toolwarrant-catalog"
-	catalogSchemaVersion = "1"
+	catalogSchemaVersion = "2"
+	// catalogSchemaV1 is the version upgraded from.
+	catalogSchemaV1 = "1"
 )
 
-// catalogSchema creates the toolwarrant catalog. Times are Unix nanoseconds (UTC).
+// catalogSchema creates the toolwarrant catalog of schema version 1; catalogSchemaV2 then
+// makes it version 2, for a new catalog and an upgraded one alike. Times are Unix
+// nanoseconds (UTC).
 //
 // History tables — crawls, observations, versions, proposals, decisions, audit — refuse
 // every UPDATE and DELETE through triggers. The three mutable rows are guarded too: a
@@ -146,13 +151,54 @@ CREATE TRIGGER IF NOT EXISTS approvals_no_delete BEFORE DELETE ON approvals
 CREATE TRIGGER IF NOT EXISTS approvals_follow_decisions_insert BEFORE INSERT ON approvals
 	WHEN NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision AND server = NEW.server AND tool = NEW.tool)
 	BEGIN SELECT RAISE(ABORT, 'an approval must point at a decision on its tool'); END;
-CREATE TRIGGER IF NOT EXISTS approvals_follow_decisions_update BEFORE UPDATE ON approvals
-	WHEN NEW.server <> OLD.server OR NEW.tool <> OLD.tool OR NEW.decision <= OLD.decision
-	  OR NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision AND server = NEW.server AND tool = NEW.tool)
-	BEGIN SELECT RAISE(ABORT, 'an approval only moves to a newer decision on its tool'); END;
+` + approvalsFollowDecisions + `
 CREATE TRIGGER IF NOT EXISTS audit_head_no_delete BEFORE DELETE ON audit_head
 	BEGIN SELECT RAISE(ABORT, 'the audit head is never deleted'); END;
 CREATE TRIGGER IF NOT EXISTS audit_head_advances BEFORE UPDATE ON audit_head
 	WHEN NEW.seq <= OLD.seq OR NOT EXISTS (SELECT 1 FROM audit WHERE seq = NEW.seq AND hash = NEW.hash)
 	BEGIN SELECT RAISE(ABORT, 'the audit head only moves forward, to a recorded entry'); END;
+`
+
+// approvalsFollowDecisions guards the approval rows' updates (part of catalogSchema; the
+// upgrade to version 2 lifts it while it fills the new columns).
+const approvalsFollowDecisions = `CREATE TRIGGER IF NOT EXISTS approvals_follow_decisions_update BEFORE UPDATE ON approvals
+	WHEN NEW.server <> OLD.server OR NEW.tool <> OLD.tool OR NEW.decision <= OLD.decision
+	  OR NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision AND server = NEW.server AND tool = NEW.tool)
+	BEGIN SELECT RAISE(ABORT, 'an approval only moves to a newer decision on its tool'); END;`
+
+// catalogSchemaV2 adds, to a version 1 catalog, the state the domain derives from the
+// history and the driver persists in the same transaction as the write it derives from
+// (warrant.Index, warrant.ApprovalState), so no read derives it again:
+//
+//   - servers.last_source_crawl: the server's last crawl of source 'crawl'
+//     (warrant.Server.After);
+//   - server_index: each server's warrant.Index, in its JSON form, written by the crawls
+//     that change it;
+//   - approvals.approved_by, approved_at, decisions, kinds: the rest of the tool's
+//     warrant.ApprovalState (digest is its approved digest), written by every decision.
+//
+// catalogUpgradeV2 fills them from the history between the two (catalog_upgrade.go);
+// catalogTriggersV2 then guards them.
+const catalogSchemaV2 = `
+ALTER TABLE servers ADD COLUMN last_source_crawl INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN approved_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN approved_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN decisions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN kinds TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE server_index (
+	server TEXT PRIMARY KEY REFERENCES servers (name),
+	idx    BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+`
+
+// catalogTriggersV2 guards the derived state: a server's last crawl of source 'crawl'
+// only moves with last_crawl, to a crawl of that source; an index is never deleted.
+const catalogTriggersV2 = `
+CREATE TRIGGER servers_source_crawl_follows BEFORE UPDATE OF last_source_crawl ON servers
+	WHEN NEW.last_source_crawl <> OLD.last_source_crawl
+	 AND (NEW.last_source_crawl <> NEW.last_crawl
+	  OR NOT EXISTS (SELECT 1 FROM crawls WHERE server = NEW.name AND seq = NEW.last_source_crawl AND source = 'crawl'))
+	BEGIN SELECT RAISE(ABORT, 'last_source_crawl only moves to the last crawl, of source crawl'); END;
+CREATE TRIGGER server_index_no_delete BEFORE DELETE ON server_index
+	BEGIN SELECT RAISE(ABORT, 'a server''s index is never deleted'); END;
 `

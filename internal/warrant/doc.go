@@ -22,6 +22,25 @@
 // server and written only if the server's last crawl is still the one the service read
 // (check-and-set), so two concurrent crawls never interleave.
 //
+// # Derived state
+//
+// What the catalog says of each tool — its current and previous digest, its approved
+// digest, the latest decision on each digest, whether the server's last crawl still lists
+// it, and so its State — is derived here and only here: [Index] folds a server's crawl
+// records ([Index.Apply]), [ApprovalState] a tool's decisions ([ApprovalState.Decide]).
+// Drivers check each record and decision with [ValidateCrawl] and [ValidateDecision],
+// store the derived state in the same write as the record or decision it derives from,
+// and read it back ([Index.Records], [Index.Pending]); they never derive it themselves.
+// [RebuildIndex] and [RebuildApproval] derive it once from the history of a catalog
+// written before drivers kept it.
+//
+// # Crawl runs
+//
+// [Service.Crawl] is the one crawl run of the CLI and the crawl function: it selects the
+// servers, resolves their headers ([HeaderResolver]), lists them ([Lister]: the crawler,
+// over the network) and records each listing with [Service.Ingest], one outcome per
+// server.
+//
 // # Drift
 //
 // [Grade] compares two versions with a semantic diff of the tool object and its JSON

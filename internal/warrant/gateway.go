@@ -108,7 +108,7 @@ func (s *Service) ObserveGateway(ctx context.Context, server string, at time.Tim
 func gatewayObservations(server string, obs []Observation) ([]Observation, error) {
 	out := slices.Clone(obs)
 	for i, o := range out {
-		if o.Tool == "" || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
+		if !ValidToolName(o.Tool) || (o.Digest == "") == (o.Refused == "") || (o.Digest != "" && !o.Digest.Valid()) {
 			return nil, fmt.Errorf("%w: gateway observation %d of server %q: needs a tool name and exactly one of a valid digest or a refusal", ErrInvalid, i, server)
 		}
 	}

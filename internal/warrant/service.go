@@ -234,6 +234,10 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 		case counts[t.Name] > 1:
 			refuse(-1, fmt.Sprintf("the name is served %d times in one listing, so a client cannot tell which definition it gets", counts[t.Name]))
 			continue
+		case !ValidToolName(t.Name):
+			res.Refused = append(res.Refused, &IngestError{Server: l.Server, Tool: t.Name, Index: i, Offset: -1,
+				Reason: fmt.Sprintf("the name is %d bytes long, more than the %d the catalog accepts", len(t.Name), MaxToolNameBytes)})
+			continue
 		}
 		d, c, err := DigestTool(t.Raw)
 		if err != nil {

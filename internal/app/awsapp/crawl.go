@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
@@ -83,7 +81,9 @@ func RegisterServers(ctx context.Context, d CrawlDeps) error {
 	return errors.Join(errs...)
 }
 
-// CrawlHandler returns the crawl Lambda's handler: it lists every requested server with
+// CrawlHandler returns the crawl Lambda's handler: the crawl run of the domain
+// (warrant.Service.Crawl, the CLI's too) with header values from the environment,
+// Secrets Manager and SSM. It lists every requested server with
 // bounded concurrency (TOOLWARRANT_CRAWL_CONCURRENCY), each within its own timeout and
 // all of them within the invocation's deadline less CRAWL_DEADLINE_MARGIN, through the
 // SSRF-guarded crawler; then records each listing (observations, versions, proposals and
@@ -109,70 +109,40 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 		if d.Secrets.SecretsManager != nil || d.Secrets.SSM != nil {
 			secrets = d.Secrets.Reader() // one read per ARN per invocation
 		}
-		svc := d.Warrant.Service
-		servers, err := d.Warrant.Catalog.Servers(ctx)
-		if err != nil {
-			return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
-		}
-		res := CrawlResult{Servers: []ServerOutcome{}}
-		var targets []crawler.Target
-		for _, name := range want {
-			if !slices.ContainsFunc(servers, func(s warrant.Server) bool { return s.Name == name }) {
-				res.Servers = append(res.Servers, ServerOutcome{Server: name, Error: "not in the catalog", NewVersions: []string{}, Removed: []string{}})
-			}
-		}
-		for _, s := range servers {
-			if len(want) > 0 && !slices.Contains(want, s.Name) {
-				continue
-			}
-			h, err := config.ResolveHeaders(ctx, d.Getenv, secrets, s.Name, s.Headers)
-			if err != nil {
-				res.Servers = append(res.Servers, ServerOutcome{Server: s.Name, Error: err.Error(), NewVersions: []string{}, Removed: []string{}})
-				continue
-			}
-			targets = append(targets, crawler.Target{Server: s, Headers: h})
-		}
-		cctx := ctx
-		if dl, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithDeadline(ctx, dl.Add(-d.Config.DeadlineMargin))
-			defer cancel()
-		}
 		cc := d.Crawler
 		cc.Concurrency, cc.Timeout, cc.MaxResponseBytes = d.Bounds.CrawlConcurrency, d.Bounds.CrawlTimeout, d.Bounds.CrawlMaxResponseBytes
 		if cc.Logger == nil {
 			cc.Logger = log
 		}
-		for _, o := range crawler.Crawl(cctx, cc, targets) {
+		outcomes, err := d.Warrant.Service.Crawl(ctx, warrant.CrawlRequest{Servers: want, Headers: config.HeaderResolver(d.Getenv, secrets),
+			Lister: crawler.Lister{Config: cc, DeadlineMargin: d.Config.DeadlineMargin}})
+		if err != nil {
+			return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
+		}
+		res := CrawlResult{Servers: []ServerOutcome{}}
+		for _, o := range outcomes {
 			so := ServerOutcome{Server: o.Server, ElapsedMS: o.Elapsed.Milliseconds(), NewVersions: []string{}, Removed: []string{}}
-			res.Crawled++
-			if o.Err != nil {
-				so.Error = o.Err.Error()
-			} else {
-				so.Tools = len(o.Listing.Tools)
-				start := time.Now()
-				ir, err := svc.Ingest(ctx, *o.Listing)
-				so.ElapsedMS += time.Since(start).Milliseconds()
-				if err != nil {
-					so.Error = "record: " + err.Error()
-				} else {
-					so.OK, so.Crawl, so.Accepted, so.Refused, so.Removed = true, ir.Crawl, ir.Accepted, len(ir.Refused), ir.Removed
-					for _, nv := range ir.New {
-						so.NewVersions = append(so.NewVersions, nv.Tool+"@"+string(nv.Digest))
-					}
-					res.Recorded++
+			if o.Listed() {
+				res.Crawled++
+				so.Tools = o.Tools
+			}
+			switch o.Failed {
+			case "":
+				ir := o.Result
+				so.OK, so.Crawl, so.Accepted, so.Refused, so.Removed = true, ir.Crawl, ir.Accepted, len(ir.Refused), ir.Removed
+				for _, nv := range ir.New {
+					so.NewVersions = append(so.NewVersions, nv.Tool+"@"+string(nv.Digest))
 				}
+				res.Recorded++
+			case warrant.StageSelect:
+				so.Error = "not in the catalog"
+			case warrant.StageRecord:
+				so.Error = "record: " + o.Err.Error()
+			default:
+				so.Error = o.Err.Error()
 			}
 			res.Servers = append(res.Servers, so)
 		}
-		slices.SortStableFunc(res.Servers, func(a, b ServerOutcome) int {
-			if a.Server < b.Server {
-				return -1
-			} else if a.Server > b.Server {
-				return 1
-			}
-			return 0
-		})
 		failed := []string{}
 		for _, so := range res.Servers {
 			if !so.OK {
