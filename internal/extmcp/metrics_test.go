@@ -2,7 +2,9 @@ package extmcp
 
 import (
 	"bytes"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +48,26 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), b.String()); diff != "" {
 		t.Errorf("exposition differs from %s (-want +got):\n%s", metricsGolden, diff)
+	}
+}
+
+// TestMetricsHandler: a scraper that states no preference gets the same text format as
+// WriteTo (the golden above), uncompressed.
+func TestMetricsHandler(t *testing.T) {
+	tp := newTestProcessor(t, newMemSource(), []string{"a"}, nil)
+	m := tp.Metrics()
+	m.decided(methodToolsCall, Decision{Outcome: OutcomeDeny, Cause: CauseDrifted}, time.Millisecond)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4; charset=utf-8") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var want bytes.Buffer
+	if _, err := m.WriteTo(&want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.String(), rec.Body.String()); diff != "" {
+		t.Errorf("Handler and WriteTo differ (-WriteTo +Handler):\n%s", diff)
 	}
 }
 
