@@ -230,7 +230,7 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !bytes.Contains(body, []byte(`toolwarrant_extmcp_denials_total{method="tools/call",cause="drifted"} 1`)) ||
+	if !bytes.Contains(body, []byte(`toolwarrant_extmcp_denials_total{cause="drifted",method="tools/call"} 1`)) ||
 		!bytes.Contains(body, []byte(`toolwarrant_extmcp_snapshot_age_seconds{server="wx"}`)) {
 		t.Errorf("metrics:\n%s", body)
 	}

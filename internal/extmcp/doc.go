@@ -32,5 +32,5 @@
 //
 // [Serve] runs the ExtMcp and grpc.health.v1 services (SERVING while every server's
 // approvals are fresh) and shuts down gracefully; [Metrics] are exposed in the Prometheus
-// text format.
+// text format, from a client_golang registry of the processor's own.
 package extmcp

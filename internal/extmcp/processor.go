@@ -160,10 +160,14 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Servers = slices.Clone(cfg.Servers)
-	p := &Processor{cfg: cfg, log: cfg.Logger, now: cfg.Now, servers: make(map[string]*server, len(cfg.Servers)), metrics: &Metrics{}}
+	p := &Processor{cfg: cfg, log: cfg.Logger, now: cfg.Now, servers: make(map[string]*server, len(cfg.Servers))}
 	p.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	p.cache = newCache(cfg.Source, cfg.Servers, cfg.Staleness, cfg.LoadTimeout, cfg.Now, cfg.Logger)
-	p.metrics.cache = p.cache
+	m, err := newMetrics(p.cache)
+	if err != nil {
+		return nil, fmt.Errorf("extmcp: metrics: %w", err)
+	}
+	p.metrics = m
 	per := cfg.DigestCacheBytes / (2 * len(cfg.Servers))
 	for _, name := range cfg.Servers {
 		p.servers[name] = &server{name: name, prefix: name + "_", plain: newDigestCache(per), muxed: newDigestCache(per),

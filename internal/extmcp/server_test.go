@@ -189,7 +189,7 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`toolwarrant_extmcp_decisions_total{method="tools/list",outcome="mutated"} 1`,
 		`toolwarrant_extmcp_decisions_total{method="tools/call",outcome="pass"} 1`,
-		`toolwarrant_extmcp_denials_total{method="tools/call",cause="unknown"} 1`,
+		`toolwarrant_extmcp_denials_total{cause="unknown",method="tools/call"} 1`,
 		`toolwarrant_extmcp_decision_seconds_count{method="tools/call"} 2`,
 		`toolwarrant_extmcp_decision_seconds_bucket{method="tools/list",le="+Inf"} 1`,
 		`toolwarrant_extmcp_tools_dropped_total{kind="unapproved"} 13`,

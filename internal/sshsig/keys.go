@@ -1,29 +1,26 @@
 package sshsig
 
 import (
-	"bytes"
 	"crypto"
-	"crypto/ecdh"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Key types.
 const (
-	TypeEd25519   = "ssh-ed25519"
-	TypeECDSAP256 = "ecdsa-sha2-nistp256"
+	TypeEd25519   = ssh.KeyAlgoED25519
+	TypeECDSAP256 = ssh.KeyAlgoECDSA256
 )
 
 // ErrUnsupported is wrapped for key types other than ssh-ed25519 and ecdsa-sha2-nistp256.
 var ErrUnsupported = errors.New("unsupported SSH key type (use ssh-ed25519 or ecdsa-sha2-nistp256)")
 
-// PublicKey is an SSH public key.
+// PublicKey is an SSH public key of a supported type.
 type PublicKey struct {
 	// Type is TypeEd25519 or TypeECDSAP256.
 	Type string
@@ -31,11 +28,16 @@ type PublicKey struct {
 	Blob []byte
 	// Key is ed25519.PublicKey or *ecdsa.PublicKey.
 	Key crypto.PublicKey
+
+	ssh ssh.PublicKey // nil in the zero PublicKey
 }
 
 // Fingerprint returns "SHA256:" and the unpadded base64 SHA-256 of the blob, as
 // ssh-keygen -l prints it.
 func (k PublicKey) Fingerprint() string {
+	// ssh.FingerprintSHA256 computes the same from an ssh.PublicKey; the blob is used here
+	// so that the zero PublicKey (a caller that ignored a parse error) has a fingerprint
+	// that matches no key rather than a nil dereference.
 	sum := sha256.Sum256(k.Blob)
 	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
@@ -47,6 +49,11 @@ func (k PublicKey) AuthorizedKey() string {
 
 // ParseAuthorizedKey parses one authorized_keys / .pub line: "TYPE BASE64 [comment]".
 // Options before the type are not accepted.
+//
+// The line is split here rather than by ssh.ParseAuthorizedKey, which is made for whole
+// authorized_keys files: it accepts options, skips comment lines and, on a malformed
+// line, retries the first word as options, so its error is about base64 rather than the
+// line a person gave. The blob itself is parsed by ssh.ParsePublicKey.
 func ParseAuthorizedKey(line string) (PublicKey, string, error) {
 	f := strings.Fields(strings.TrimSpace(line))
 	if len(f) < 2 {
@@ -66,37 +73,35 @@ func ParseAuthorizedKey(line string) (PublicKey, string, error) {
 	return k, strings.Join(f[2:], " "), nil
 }
 
-// ParsePublicKey parses a wire-format public key blob.
+// ParsePublicKey parses a wire-format public key blob of a supported type.
 func ParsePublicKey(blob []byte) (PublicKey, error) {
-	r := &reader{b: blob}
-	typ := string(r.string())
-	k := PublicKey{Type: typ, Blob: bytes.Clone(blob)}
-	switch typ {
-	case TypeEd25519:
-		pub := r.string()
-		if r.err != nil || len(pub) != ed25519.PublicKeySize {
-			return PublicKey{}, errors.New("malformed ssh-ed25519 key")
-		}
-		k.Key = ed25519.PublicKey(bytes.Clone(pub))
-	case TypeECDSAP256:
-		curve := string(r.string())
-		q := r.string()
-		if r.err != nil || curve != "nistp256" {
-			return PublicKey{}, errors.New("malformed ecdsa-sha2-nistp256 key")
-		}
-		if _, err := ecdh.P256().NewPublicKey(q); err != nil {
-			return PublicKey{}, fmt.Errorf("ecdsa-sha2-nistp256 key: %v", err)
-		}
-		pk, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), q)
-		if err != nil {
-			return PublicKey{}, fmt.Errorf("ecdsa-sha2-nistp256 key: %w", err)
-		}
-		k.Key = pk
-	default:
-		return PublicKey{}, fmt.Errorf("%w: %q", ErrUnsupported, typ)
+	var head struct {
+		Type string
+		Rest []byte `ssh:"rest"`
 	}
-	if r.err != nil || len(r.b) != 0 {
+	if err := ssh.Unmarshal(blob, &head); err != nil {
 		return PublicKey{}, errors.New("malformed SSH public key")
 	}
-	return k, nil
+	if !supported(head.Type) {
+		return PublicKey{}, fmt.Errorf("%w: %q", ErrUnsupported, head.Type)
+	}
+	k, err := ssh.ParsePublicKey(blob)
+	if err != nil {
+		return PublicKey{}, fmt.Errorf("malformed %s key: %v", head.Type, err)
+	}
+	return fromSSH(k)
 }
+
+// fromSSH converts a key x/crypto/ssh parsed, refusing unsupported types.
+func fromSSH(k ssh.PublicKey) (PublicKey, error) {
+	if !supported(k.Type()) {
+		return PublicKey{}, fmt.Errorf("%w: %q", ErrUnsupported, k.Type())
+	}
+	ck, ok := k.(ssh.CryptoPublicKey)
+	if !ok {
+		return PublicKey{}, fmt.Errorf("%w: %q", ErrUnsupported, k.Type())
+	}
+	return PublicKey{Type: k.Type(), Blob: k.Marshal(), Key: ck.CryptoPublicKey(), ssh: k}, nil
+}
+
+func supported(typ string) bool { return typ == TypeEd25519 || typ == TypeECDSAP256 }

@@ -1,16 +1,14 @@
 package sshsig
 
 import (
-	"bytes"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 )
 
 const (
@@ -29,8 +27,40 @@ var (
 	ErrBadSignature = errors.New("SSH signature does not verify")
 )
 
-// signedData is what the key actually signs (PROTOCOL.sshsig): the magic preamble,
-// namespace, reserved, hash algorithm and H(message).
+// The SSHSIG blob (PROTOCOL.sshsig) in SSH wire format, for ssh.Marshal and ssh.Unmarshal:
+// the magic and version, then the body. They are two structs so that a blob that is not
+// SSHSIG version 1 is told apart from a truncated one.
+type (
+	envelope struct {
+		Magic   [len(magic)]byte
+		Version uint32
+		Body    []byte `ssh:"rest"`
+	}
+	envelopeBody struct {
+		PublicKey     []byte
+		Namespace     string
+		Reserved      string
+		HashAlgorithm string
+		Signature     []byte // an ssh.Signature in wire format
+	}
+	// innerSignature is ssh.Signature without the trailing fields of security-key
+	// signatures, which no supported key type makes: Unmarshal refuses trailing bytes.
+	innerSignature struct {
+		Format string
+		Blob   []byte
+	}
+	// toSign is what the key actually signs: the magic preamble, namespace, reserved,
+	// hash algorithm and H(message).
+	toSign struct {
+		Magic         [len(magic)]byte
+		Namespace     string
+		Reserved      string
+		HashAlgorithm string
+		Hash          []byte
+	}
+)
+
+// signedData returns the bytes the key signs for message in namespace.
 func signedData(namespace, hashAlg string, message []byte) ([]byte, error) {
 	var h []byte
 	switch hashAlg {
@@ -43,11 +73,7 @@ func signedData(namespace, hashAlg string, message []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: hash algorithm %q", ErrMalformed, hashAlg)
 	}
-	b := []byte(magic)
-	b = appendString(b, []byte(namespace))
-	b = appendString(b, nil)
-	b = appendString(b, []byte(hashAlg))
-	return appendString(b, h), nil
+	return ssh.Marshal(toSign{Magic: [len(magic)]byte([]byte(magic)), Namespace: namespace, HashAlgorithm: hashAlg, Hash: h}), nil
 }
 
 // Signature is a parsed SSH signature.
@@ -91,28 +117,23 @@ func Parse(armored []byte) (Signature, error) {
 	if err != nil {
 		return Signature{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	r := &reader{b: blob}
-	if string(r.bytes(len(magic))) != magic || r.uint32() != sigVersion {
+	var env envelope
+	if err := ssh.Unmarshal(blob, &env); err != nil || string(env.Magic[:]) != magic || env.Version != sigVersion {
 		return Signature{}, fmt.Errorf("%w: not an SSHSIG version 1 blob", ErrMalformed)
 	}
-	pubBlob := r.string()
-	var sig Signature
-	sig.Namespace = string(r.string())
-	_ = r.string() // reserved
-	sig.HashAlg = string(r.string())
-	inner := r.string()
-	if r.err != nil || len(r.b) != 0 {
+	var eb envelopeBody
+	if err := ssh.Unmarshal(env.Body, &eb); err != nil {
 		return Signature{}, fmt.Errorf("%w: truncated or trailing data", ErrMalformed)
 	}
-	if sig.PublicKey, err = ParsePublicKey(pubBlob); err != nil {
+	sig := Signature{Namespace: eb.Namespace, HashAlg: eb.HashAlgorithm}
+	if sig.PublicKey, err = ParsePublicKey(eb.PublicKey); err != nil {
 		return Signature{}, err
 	}
-	ir := &reader{b: inner}
-	sig.SigType = string(ir.string())
-	sig.Sig = bytes.Clone(ir.string())
-	if ir.err != nil || len(ir.b) != 0 {
+	var inner innerSignature
+	if err := ssh.Unmarshal(eb.Signature, &inner); err != nil {
 		return Signature{}, fmt.Errorf("%w: inner signature", ErrMalformed)
 	}
+	sig.SigType, sig.Sig = inner.Format, inner.Blob
 	return sig, nil
 }
 
@@ -130,33 +151,16 @@ func Verify(armored, message []byte, namespace string) (PublicKey, error) {
 	if err != nil {
 		return PublicKey{}, err
 	}
-	ok := false
-	switch k := sig.PublicKey.Key.(type) {
-	case ed25519.PublicKey:
-		ok = sig.SigType == TypeEd25519 && ed25519.Verify(k, data, sig.Sig)
-	case *ecdsa.PublicKey:
-		r := &reader{b: sig.Sig}
-		rb, sb := r.string(), r.string()
-		if sig.SigType == TypeECDSAP256 && r.err == nil && len(r.b) == 0 {
-			h := sha256.Sum256(data)
-			ok = ecdsa.Verify(k, h[:], new(big.Int).SetBytes(rb), new(big.Int).SetBytes(sb))
-		}
-	}
-	if !ok {
+	// The key's Verify checks that the signature's format is the key's own algorithm.
+	if err := sig.PublicKey.ssh.Verify(data, &ssh.Signature{Format: sig.SigType, Blob: sig.Sig}); err != nil {
 		return PublicKey{}, ErrBadSignature
 	}
 	return sig.PublicKey, nil
 }
 
-// rawSigner makes the inner signature (algorithm name and bytes) over data.
-type rawSigner interface {
-	Public() PublicKey
-	signRaw(data []byte) (sigType string, sig []byte, err error)
-}
-
 // Sign signs message in namespace with s and returns the armored signature, which
 // `ssh-keygen -Y verify -n namespace` accepts.
-func Sign(s rawSigner, message []byte, namespace string) ([]byte, error) {
+func Sign(s Signer, message []byte, namespace string) ([]byte, error) {
 	if namespace == "" {
 		return nil, errors.New("sshsig: empty namespace")
 	}
@@ -164,20 +168,11 @@ func Sign(s rawSigner, message []byte, namespace string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	typ, raw, err := s.signRaw(data)
+	sig, err := s.sign(data)
 	if err != nil {
 		return nil, err
 	}
-	blob := []byte(magic)
-	blob = appendUint32(blob, sigVersion)
-	blob = appendString(blob, s.Public().Blob)
-	blob = appendString(blob, []byte(namespace))
-	blob = appendString(blob, nil)
-	blob = appendString(blob, []byte("sha512"))
-	blob = appendString(blob, appendString(appendString(nil, []byte(typ)), raw))
-	return armor(blob), nil
-}
-
-func appendUint32(b []byte, v uint32) []byte {
-	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	body := envelopeBody{PublicKey: s.Public().Blob, Namespace: namespace, HashAlgorithm: "sha512",
+		Signature: ssh.Marshal(innerSignature{Format: sig.Format, Blob: sig.Blob})}
+	return armor(ssh.Marshal(envelope{Magic: [len(magic)]byte([]byte(magic)), Version: sigVersion, Body: ssh.Marshal(body)})), nil
 }

@@ -2,55 +2,46 @@ package sshsig
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // Signer is a private SSH key able to make SSH signatures: a key file or an agent's key.
 type Signer interface {
-	rawSigner
+	// Public returns the key's public half.
+	Public() PublicKey
+	// sign makes the inner signature over data with the key's own algorithm.
+	sign(data []byte) (*ssh.Signature, error)
 }
 
-// fileSigner is an unencrypted OpenSSH private key.
-type fileSigner struct {
+// keySigner is a supported key behind an ssh.Signer: a parsed key file, or agentKey.
+type keySigner struct {
 	pub PublicKey
-	ed  ed25519.PrivateKey
-	ec  *ecdsa.PrivateKey
+	s   ssh.Signer
 }
 
-func (s *fileSigner) Public() PublicKey { return s.pub }
+func (k *keySigner) Public() PublicKey { return k.pub }
 
-func (s *fileSigner) signRaw(data []byte) (string, []byte, error) {
-	if s.ed != nil {
-		return TypeEd25519, ed25519.Sign(s.ed, data), nil
-	}
-	h := sha256.Sum256(data)
-	r, sv, err := ecdsa.Sign(rand.Reader, s.ec, h[:])
+// sign uses the key type's only algorithm: ssh-ed25519, or ecdsa-sha2-nistp256 over
+// SHA-256. (An RSA key would need ssh.AlgorithmSigner and rsa-sha2-512 here, since plain
+// Sign means SHA-1 ssh-rsa; RSA keys are refused before reaching this.)
+func (k *keySigner) sign(data []byte) (*ssh.Signature, error) { return k.s.Sign(rand.Reader, data) }
+
+func newKeySigner(s ssh.Signer) (*keySigner, error) {
+	pub, err := fromSSH(s.PublicKey())
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return TypeECDSAP256, appendString(appendString(nil, mpint(r)), mpint(sv)), nil
-}
-
-// mpint encodes a non-negative big integer as an SSH mpint.
-func mpint(n *big.Int) []byte {
-	b := n.Bytes()
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		b = append([]byte{0}, b...)
-	}
-	return b
+	return &keySigner{pub: pub, s: s}, nil
 }
 
 // LoadKeyFile reads an unencrypted OpenSSH private key (as made by `ssh-keygen -N ”`).
@@ -63,105 +54,60 @@ func LoadKeyFile(path string) (Signer, error) {
 	return ParsePrivateKey(b)
 }
 
-// ParsePrivateKey parses an unencrypted "OPENSSH PRIVATE KEY" PEM block.
+// ParsePrivateKey parses an unencrypted "OPENSSH PRIVATE KEY" PEM block. Other PEM key
+// formats, which ssh.ParsePrivateKey would also read, are refused as before.
 func ParsePrivateKey(pemBytes []byte) (Signer, error) {
 	block, _ := pem.Decode(pemBytes)
 	if block == nil || block.Type != "OPENSSH PRIVATE KEY" {
 		return nil, errors.New("not an OpenSSH private key (BEGIN OPENSSH PRIVATE KEY)")
 	}
-	const authMagic = "openssh-key-v1\x00"
-	if !bytes.HasPrefix(block.Bytes, []byte(authMagic)) {
-		return nil, errors.New("not an openssh-key-v1 private key")
-	}
-	r := &reader{b: block.Bytes[len(authMagic):]}
-	cipher, kdf := string(r.string()), string(r.string())
-	_ = r.string() // kdf options
-	if r.uint32() != 1 {
-		return nil, errors.New("OpenSSH key files with several keys are not supported")
-	}
-	_ = r.string() // public key
-	priv := r.string()
-	if r.err != nil {
-		return nil, fmt.Errorf("OpenSSH private key: %v", r.err)
-	}
-	if cipher != "none" || kdf != "none" {
+	s, err := ssh.ParsePrivateKey(pemBytes)
+	if _, ok := errors.AsType[*ssh.PassphraseMissingError](err); ok {
 		return nil, errors.New("the key file is passphrase-protected; add it to ssh-agent (ssh-add) and use the agent instead")
 	}
-	pr := &reader{b: priv}
-	if check1, check2 := pr.uint32(), pr.uint32(); check1 != check2 {
-		return nil, errors.New("OpenSSH private key: check bytes differ (corrupt file)")
+	if err != nil {
+		return nil, fmt.Errorf("OpenSSH private key: %v", err)
 	}
-	typ := string(pr.string())
-	s := &fileSigner{}
-	switch typ {
-	case TypeEd25519:
-		pub := pr.string()
-		key := pr.string()
-		if pr.err != nil || len(key) != ed25519.PrivateKeySize {
-			return nil, errors.New("malformed ssh-ed25519 private key")
-		}
-		s.ed = ed25519.PrivateKey(bytes.Clone(key))
-		var err error
-		if s.pub, err = ParsePublicKey(appendString(appendString(nil, []byte(TypeEd25519)), pub)); err != nil {
-			return nil, err
-		}
-	case TypeECDSAP256:
-		curve, q, d := string(pr.string()), pr.string(), pr.string()
-		if pr.err != nil || curve != "nistp256" {
-			return nil, errors.New("malformed ecdsa-sha2-nistp256 private key")
-		}
-		var err error
-		if s.pub, err = ParsePublicKey(appendString(appendString(appendString(nil, []byte(TypeECDSAP256)), []byte("nistp256")), q)); err != nil {
-			return nil, err
-		}
-		if s.ec, err = ecdsa.ParseRawPrivateKey(elliptic.P256(), leftPad(d, 32)); err != nil {
-			return nil, fmt.Errorf("ecdsa-sha2-nistp256 private key: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("%w: %q", ErrUnsupported, typ)
-	}
-	return s, nil
+	return newKeySigner(s)
 }
 
-// agentSigner signs through an ssh-agent.
-type agentSigner struct {
-	sock string
-	pub  PublicKey
-}
-
-func (s *agentSigner) Public() PublicKey { return s.pub }
-
+// The agent is dialled for each request, as the CLI makes one or two, and never kept
+// open: agentDialTimeout bounds reaching it, agentCallTimeout one request (a confirming
+// agent may ask the user first).
 const (
-	agentRequestIdentities = 11
-	agentIdentitiesAnswer  = 12
-	agentSignRequest       = 13
-	agentSignResponse      = 14
+	agentDialTimeout = 5 * time.Second
+	agentCallTimeout = 60 * time.Second
 )
 
-func agentCall(sock string, req []byte) ([]byte, error) {
-	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+// withAgent runs f against a fresh connection to the agent at sock.
+func withAgent(sock string, f func(agent.ExtendedAgent) error) error {
+	c, err := net.DialTimeout("unix", sock, agentDialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("ssh-agent: %v", err)
+		return fmt.Errorf("ssh-agent: %v", err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second)) // a confirming agent may ask the user
-	msg := binary.BigEndian.AppendUint32(nil, uint32(len(req)))
-	if _, err := c.Write(append(msg, req...)); err != nil {
-		return nil, fmt.Errorf("ssh-agent: %v", err)
-	}
-	var n [4]byte
-	if _, err := io.ReadFull(c, n[:]); err != nil {
-		return nil, fmt.Errorf("ssh-agent: %v", err)
-	}
-	size := binary.BigEndian.Uint32(n[:])
-	if size == 0 || size > 256<<10 {
-		return nil, errors.New("ssh-agent: bad reply length")
-	}
-	resp := make([]byte, size)
-	if _, err := io.ReadFull(c, resp); err != nil {
-		return nil, fmt.Errorf("ssh-agent: %v", err)
-	}
-	return resp, nil
+	_ = c.SetDeadline(time.Now().Add(agentCallTimeout))
+	return f(agent.NewClient(c))
+}
+
+// agentKey is an ssh.Signer for one key held by the agent at sock.
+type agentKey struct {
+	sock string
+	key  ssh.PublicKey
+}
+
+func (a agentKey) PublicKey() ssh.PublicKey { return a.key }
+
+func (a agentKey) Sign(_ io.Reader, data []byte) (*ssh.Signature, error) {
+	var sig *ssh.Signature
+	err := withAgent(a.sock, func(c agent.ExtendedAgent) error {
+		var err error
+		if sig, err = c.Sign(a.key, data); err != nil {
+			return fmt.Errorf("ssh-agent refused to sign: %v", err)
+		}
+		return nil
+	})
+	return sig, err
 }
 
 // AgentSigner returns the key of the agent at sock whose public key is pub (an
@@ -170,22 +116,21 @@ func AgentSigner(sock string, pub *PublicKey) (Signer, error) {
 	if sock == "" {
 		return nil, errors.New("no ssh-agent: SSH_AUTH_SOCK is not set")
 	}
-	resp, err := agentCall(sock, []byte{agentRequestIdentities})
-	if err != nil {
+	var keys []*agent.Key
+	if err := withAgent(sock, func(c agent.ExtendedAgent) error {
+		var err error
+		if keys, err = c.List(); err != nil {
+			return fmt.Errorf("ssh-agent refused to list keys: %v", err)
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	if resp[0] != agentIdentitiesAnswer {
-		return nil, errors.New("ssh-agent refused to list keys")
-	}
-	r := &reader{b: resp[1:]}
-	n := r.uint32()
 	var found []PublicKey
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		blob := r.string()
-		_ = r.string() // comment
-		if k, err := ParsePublicKey(blob); err == nil {
-			if pub == nil || bytes.Equal(k.Blob, pub.Blob) {
-				found = append(found, k)
+	for _, k := range keys {
+		if p, err := ParsePublicKey(k.Blob); err == nil {
+			if pub == nil || bytes.Equal(p.Blob, pub.Blob) {
+				found = append(found, p)
 			}
 		}
 	}
@@ -197,39 +142,5 @@ func AgentSigner(sock string, pub *PublicKey) (Signer, error) {
 	case len(found) > 1:
 		return nil, errors.New("ssh-agent holds several keys; say which with its public key")
 	}
-	return &agentSigner{sock: sock, pub: found[0]}, nil
-}
-
-func (s *agentSigner) signRaw(data []byte) (string, []byte, error) {
-	req := []byte{agentSignRequest}
-	req = appendString(req, s.pub.Blob)
-	req = appendString(req, data)
-	req = binary.BigEndian.AppendUint32(req, 0)
-	resp, err := agentCall(s.sock, req)
-	if err != nil {
-		return "", nil, err
-	}
-	if resp[0] != agentSignResponse {
-		return "", nil, errors.New("ssh-agent refused to sign")
-	}
-	r := &reader{b: resp[1:]}
-	inner := r.string()
-	ir := &reader{b: inner}
-	typ, sig := string(ir.string()), ir.string()
-	if r.err != nil || ir.err != nil {
-		return "", nil, errors.New("ssh-agent: malformed signature")
-	}
-	return typ, bytes.Clone(sig), nil
-}
-
-// leftPad returns b as exactly n big-endian bytes: an SSH mpint may carry a leading zero byte
-// or be shorter than the field.
-func leftPad(b []byte, n int) []byte {
-	b = bytes.TrimLeft(b, "\x00")
-	if len(b) >= n {
-		return b
-	}
-	out := make([]byte, n)
-	copy(out[n-len(b):], b)
-	return out
+	return &keySigner{pub: found[0], s: agentKey{sock: sock, key: found[0].ssh}}, nil
 }

@@ -23,8 +23,8 @@ func newSigner(t *testing.T) sshsig.Signer {
 	inner := append([]byte{1, 2, 3, 4, 1, 2, 3, 4}, pubBlob...)
 	inner = append(inner, str(priv)...)
 	inner = append(inner, str([]byte("c"))...)
-	for len(inner)%8 != 0 {
-		inner = append(inner, byte(len(inner)%8))
+	for pad := byte(1); len(inner)%8 != 0; pad++ { // 1, 2, 3, … as PROTOCOL.key says and ssh-keygen checks
+		inner = append(inner, pad)
 	}
 	b := []byte("openssh-key-v1\x00")
 	b = append(b, str([]byte("none"))...)
