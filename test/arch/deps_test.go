@@ -37,6 +37,8 @@ func TestDependencyRules(t *testing.T) {
 			why: "embedded binaries run without an AWS account; AWS wiring lives in internal/app/awsapp"},
 		{pkgs: []string{"./internal/app/localapp"}, banned: []string{"github.com/aws/"},
 			why: "the embedded wiring runs without an AWS account; AWS wiring lives in internal/app/awsapp"},
+		{pkgs: []string{"./internal/app"}, banned: []string{"github.com/aws/", "modernc.org/sqlite"},
+			why: "the shared wiring serves lockerd and the pads Lambda alike; adapters are built in localapp and awsapp"},
 		{pkgs: []string{"./internal/approvalsapi"}, banned: []string{"github.com/awslabs/aws-lambda-go-api-proxy", "github.com/aws/aws-lambda-go", "modernc.org/sqlite"},
 			why: "the approvals transport gets its caller from a function of the request; awsapp reads API Gateway's context"},
 	}
