@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/app/localapp"
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/signer"

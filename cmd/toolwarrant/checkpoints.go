@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
-	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
