@@ -61,17 +61,13 @@ Your role needs the stack's ApproverPolicyArn.`
 				return a.remoteDecide(cmd, r, kind, server, tool, d, accept, note)
 			}
 			ctx := cmd.Context()
-			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			w, signer, err := a.openSigning(ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			signer, err := sf.signer(cmd, cfg)
-			if err != nil {
-				return err
-			}
-			res, err := svc.DecideAs(ctx, warrant.DecisionRequest{Server: server, Tool: tool, Digest: d, Kind: kind, AcceptSuspicious: accept, Note: note},
-				trust.SSHAttester{Signer: signer, Log: cat})
+			defer w.Close()
+			res, err := w.Service.DecideAs(ctx, warrant.DecisionRequest{Server: server, Tool: tool, Digest: d, Kind: kind, AcceptSuspicious: accept, Note: note},
+				trust.SSHAttester{Signer: signer, Log: w.Catalog})
 			switch {
 			case errors.Is(err, warrant.ErrSuspicious):
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)", visible(err.Error()), kind2cmd(kind)))

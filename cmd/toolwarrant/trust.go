@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/sshsig"
@@ -41,6 +43,21 @@ func (f *signingFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.key, "sign-key", "", "sign with this unencrypted OpenSSH private key `FILE`")
 	c.Flags().BoolVar(&f.agent, "agent", false, "sign with a key held by ssh-agent ($SSH_AUTH_SOCK)")
 	c.Flags().StringVar(&f.pub, "ssh-key", "", "with --agent: the public key `FILE` of the agent key to use")
+}
+
+// openSigning opens embedded toolwarrant for writing, then the signer's key: what every
+// command that a person signs starts with. The caller closes w.
+func (a *app) openSigning(ctx context.Context, cmd *cobra.Command, f *signingFlags) (*localapp.Toolwarrant, sshsig.Signer, error) {
+	w, cfg, err := a.openWarrant(ctx, cmd, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.signer(cmd, cfg)
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	return w, s, nil
 }
 
 func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsig.Signer, error) {
@@ -75,14 +92,19 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 	return nil, cli.Usage(cmd, "say whose signature this is: --sign-key FILE or --agent")
 }
 
-func readPub(path string) (string, string, error) {
+// readPub reads the public key --ssh-key names (required): its authorized_keys line and
+// its comment.
+func readPub(cmd *cobra.Command, path string) (string, string, error) {
+	if path == "" {
+		return "", "", cli.Usage(cmd, "--ssh-key PUB is required")
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", "", err
+		return "", "", cli.Exit(cli.ExitUsage, err)
 	}
 	k, comment, err := sshsig.ParseAuthorizedKey(string(b))
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %v", path, err)
+		return "", "", cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", path, err))
 	}
 	return k.AuthorizedKey(), comment, nil
 }
@@ -116,12 +138,9 @@ NAME defaults to the public key's comment.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pubPath == "" {
-				return cli.Usage(cmd, "--ssh-key PUB is required")
-			}
-			line, comment, err := readPub(pubPath)
+			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
-				return cli.Exit(cli.ExitUsage, err)
+				return err
 			}
 			if principal == "" {
 				principal = comment
@@ -173,23 +192,17 @@ if the log moves on before it is recorded, the change is refused: run it again.`
 		Example: "  toolwarrant trust " + action + " --ssh-key bob.pub --principal bob@example.com --sign-key ~/.ssh/id_ed25519",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pubPath == "" {
-				return cli.Usage(cmd, "--ssh-key PUB is required")
-			}
-			line, comment, err := readPub(pubPath)
+			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
-				return cli.Exit(cli.ExitUsage, err)
+				return err
 			}
 			ctx := cmd.Context()
-			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			w, signer, err := a.openSigning(ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			signer, err := sf.signer(cmd, cfg)
-			if err != nil {
-				return err
-			}
+			defer w.Close()
+			cat, svc := w.Catalog, w.Service
 			st, head, err := trust.Load(ctx, cat)
 			if err != nil {
 				return failed(err)
