@@ -44,22 +44,15 @@ func (a *attester) Attest(ctx context.Context, c warrant.Claim) ([]byte, []byte,
 // nothing recorded.
 func testServiceDecideAs(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "crawler", Now: func() time.Time { return t0 }})
+	// Crawled by "crawler", recorded without audit entries: the decisions chain from genesis.
+	known := map[warrant.VersionKey]bool{}
+	mustAdd(t, c, server("s"))
+	mustRecord(t, c, crawl("s", 1, known, "a", "A"))
+	_, dA := Def("a", "A")
+	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddServer(ctx, server("s")); err != nil {
-		t.Fatal(err)
-	}
-	ingest := func(desc string) warrant.Digest {
-		t.Helper()
-		b, d := Def("a", desc)
-		if _, err := svc.Ingest(ctx, warrant.Listing{Server: "s", Tools: []warrant.RawTool{{Name: "a", Raw: b}}}); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	dA := ingest("A")
 	head := func() warrant.AuditHead {
 		t.Helper()
 		h, err := c.AuditHead(ctx)
@@ -126,7 +119,8 @@ func testServiceDecideAs(t *testing.T, c warrant.Catalog) {
 	unchanged("a stale head", h1)
 
 	// Someone else decides between this decider's check and its write.
-	dA2 := ingest("A2")
+	mustRecord(t, c, crawl("s", 2, known, "a", "A2"))
+	_, dA2 := Def("a", "A2")
 	h2 := head()
 	race := &attester{attest: func(ctx context.Context, cl warrant.Claim) ([]byte, []byte, error) {
 		if err := svc.Decide(ctx, warrant.Decision{Server: "s", Tool: "a", Digest: dA, Kind: warrant.DecisionRejected, Actor: "carol", Expect: dA}); err != nil {
