@@ -107,14 +107,7 @@ func Attested(event json.RawMessage) bool {
 // verified): the statement is canonical, describes this decision, names the recorded
 // actor as signer and the entry before this one as the audit head read.
 func Check(r warrant.AuditRecord, event json.RawMessage) []string {
-	var d struct {
-		Server             string          `json:"server"`
-		Tool               string          `json:"tool"`
-		Digest             warrant.Digest  `json:"digest"`
-		AcceptedSuspicious bool            `json:"acceptedSuspicious"`
-		Statement          json.RawMessage `json:"statement"`
-		Signature          string          `json:"signature"`
-	}
+	var d trust.DecisionEvent
 	if err := json.Unmarshal(event, &d); err != nil {
 		return []string{"decision is not readable: " + err.Error()}
 	}
@@ -123,7 +116,7 @@ func Check(r warrant.AuditRecord, event json.RawMessage) []string {
 		return []string{"IAM-attested decision: " + err.Error()}
 	}
 	var p []string
-	if s.Type != trust.TypeDecision || string(s.Decision) != r.Type || s.Server != d.Server || s.Tool != d.Tool || s.Digest != d.Digest || s.AcceptedSuspicious != d.AcceptedSuspicious {
+	if !s.Describes(r, d) {
 		p = append(p, "the attested statement does not describe this decision")
 	}
 	if s.Signer != r.Actor {
