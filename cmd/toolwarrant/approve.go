@@ -7,19 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
-	"github.com/agentgate-dev/agentgate/internal/config"
-	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
-
-func logKeyID(cfg config.Toolwarrant) (string, error) {
-	k, err := keysigner.Load(cfg.LogKey)
-	if err != nil {
-		return "", cli.Exit(cli.ExitUsage, err)
-	}
-	return k.KeyID(), nil
-}
 
 func (a *app) decideCmd(kind warrant.DecisionKind) *cobra.Command {
 	var digest, note string
@@ -71,51 +61,29 @@ Your role needs the stack's ApproverPolicyArn.`
 				return a.remoteDecide(cmd, r, kind, server, tool, d, accept, note)
 			}
 			ctx := cmd.Context()
-			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			w, signer, err := a.openSigning(ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			signer, err := sf.signer(cmd, cfg)
-			if err != nil {
-				return err
-			}
-			st, head, err := trustState(ctx, cat)
-			if err != nil {
-				return failed(err)
-			}
-			if st.List == nil {
-				return cli.Exit(cli.ExitUsage, errors.New("there is no trust list: run 'toolwarrant trust init --ssh-key PUB' first"))
-			}
-			me, ok := st.List.ByFingerprint(signer.Public().Fingerprint())
-			if !ok {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("key %s is not on the trust list, so it cannot decide (see 'toolwarrant trust list')", signer.Public().Fingerprint()))
-			}
-			chk, err := svc.CheckDecision(ctx, server, tool, d, kind, accept, me.Principal, nil)
+			defer w.Close()
+			res, err := w.Service.DecideAs(ctx, warrant.DecisionRequest{Server: server, Tool: tool, Digest: d, Kind: kind, AcceptSuspicious: accept, Note: note},
+				trust.SSHAttester{Signer: signer, Log: w.Catalog})
 			switch {
 			case errors.Is(err, warrant.ErrSuspicious):
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)", visible(err.Error()), kind2cmd(kind)))
 			case errors.Is(err, warrant.ErrSeparation):
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; another trusted person must", err))
+			case errors.Is(err, warrant.ErrStale):
+				return decisionFailed(err)
 			case err != nil:
-				return failed(err)
-			case chk.Unchanged:
+				return untrusted(err, "there is no trust list: run 'toolwarrant trust init --ssh-key PUB' first",
+					"key %s is not on the trust list, so it cannot decide (see 'toolwarrant trust list')")
+			case res.Unchanged:
 				fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
 				return nil
 			}
-			now := a.deps.now()
-			stmt := trust.NewDecision(kind, server, tool, d, chk.AcceptedSuspicious, me.Principal, head, now)
-			sb, sig, err := trust.Sign(stmt, signer)
-			if err != nil {
-				return cli.Exit(cli.ExitUsage, err)
-			}
-			err = svc.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: d, Kind: kind, Actor: me.Principal, At: now,
-				Expect: chk.Approved, AcceptedSuspicious: stmt.AcceptedSuspicious, Note: note, Statement: sb, Signature: sig, ReadHead: &head})
-			if err != nil {
-				return decisionFailed(err)
-			}
-			h, _ := cat.AuditHead(ctx)
-			fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", kind, server, visible(tool), d, me.Principal, h.Seq, h.Seq, h.Hash)
+			h := res.AuditHead
+			fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", kind, server, visible(tool), d, res.Decision.Actor, h.Seq, h.Seq, h.Hash)
 			return nil
 		},
 	}

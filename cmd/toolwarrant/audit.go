@@ -14,12 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
-	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/signer"
-	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -40,7 +39,7 @@ prev_hash || JCS(body)), signed by the log key.` + exitCodes("success", ""),
 }
 
 // eachRecord calls fn for every audit record of the catalog, in order, in pages.
-func eachRecord(cmd *cobra.Command, cat *sqlitestore.Catalog, fn func(warrant.AuditRecord) error) error {
+func eachRecord(cmd *cobra.Command, cat warrant.Catalog, fn func(warrant.AuditRecord) error) error {
 	var after int64
 	for {
 		recs, err := cat.AuditRecords(cmd.Context(), after, 1000)
@@ -128,7 +127,7 @@ func (a *app) auditKeyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := keysigner.Load(cfg.LogKey)
+			key, err := localapp.LoadLogKey(cfg.LogKey)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
@@ -233,7 +232,7 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 					return cli.Exit(cli.ExitUsage, err)
 				}
 			} else {
-				key, err := keysigner.Load(cfg.LogKey)
+				key, err := localapp.LoadLogKey(cfg.LogKey)
 				if err != nil {
 					return cli.Exit(cli.ExitUsage, fmt.Errorf("%v (or pass --log-pub with the log's public key)", err))
 				}
@@ -257,7 +256,7 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 					v.Add(r)
 				}
 			} else {
-				cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, ReadOnly: true})
+				cat, err := openAuditLog(cmd.Context(), cfg.Catalog)
 				if err != nil {
 					return cli.Exit(cli.ExitUsage, err)
 				}

@@ -13,12 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
-	"github.com/agentgate-dev/agentgate/internal/keysigner"
-	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -37,7 +36,7 @@ func (a *app) verifyCheckpoints(cmd *cobra.Command, catalog, export, src string,
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", export, err))
 		}
 	} else {
-		cat, err := sqlitestore.OpenCatalog(ctx, sqlitestore.CatalogConfig{Path: catalog, ReadOnly: true})
+		cat, err := openAuditLog(ctx, catalog)
 		if err != nil {
 			return cli.Exit(cli.ExitUsage, err)
 		}
@@ -103,11 +102,11 @@ the log key. The log is verified first; a log that does not verify is never cert
 			if err != nil {
 				return err
 			}
-			key, err := keysigner.Load(cfg.LogKey)
+			key, err := localapp.LoadLogKey(cfg.LogKey)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, ReadOnly: true})
+			cat, err := openAuditLog(cmd.Context(), cfg.Catalog)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}

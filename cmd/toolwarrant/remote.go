@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -44,7 +45,7 @@ func (a *app) remoteURL(cmd *cobra.Command) string {
 }
 
 // remote returns the approvals API client, or nil when no remote is configured.
-func (a *app) remote(cmd *cobra.Command) (*awsapp.Remote, error) {
+func (a *app) remote(cmd *cobra.Command) (*approvalsapi.Remote, error) {
 	u := a.remoteURL(cmd)
 	if u == "" {
 		if cmd.Flags().Changed("remote") {
@@ -56,7 +57,7 @@ func (a *app) remote(cmd *cobra.Command) (*awsapp.Remote, error) {
 	if err != nil {
 		return nil, cli.Exit(cli.ExitUsage, err)
 	}
-	r, err := awsapp.NewRemote(awsCfg, u)
+	r, err := approvalsapi.NewRemote(awsCfg, u)
 	if err != nil {
 		return nil, cli.Exit(cli.ExitUsage, err)
 	}
@@ -65,7 +66,7 @@ func (a *app) remote(cmd *cobra.Command) (*awsapp.Remote, error) {
 
 // remoteFailed maps an approvals API failure to exit 2 with what to do about it.
 func remoteFailed(err error) error {
-	var re *awsapp.RemoteError
+	var re *approvalsapi.RemoteError
 	switch {
 	case err == nil:
 		return nil
@@ -73,7 +74,7 @@ func remoteFailed(err error) error {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: check your AWS credentials ('aws sts get-caller-identity') and that your role has the stack's ApproverPolicyArn (AuditorPolicyArn for reads)", err))
 	case errors.Is(err, warrant.ErrConflict):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; nothing was recorded: re-read ('toolwarrant list --remote', 'toolwarrant diff --remote') and decide again", err))
-	case errors.Is(err, awsapp.ErrUnreachable):
+	case errors.Is(err, approvalsapi.ErrUnreachable):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: check --remote (the stack's ApprovalsApiUrl) and your network", err))
 	case errors.Is(err, warrant.ErrUnavailable):
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; nothing was recorded: retry shortly", err))
@@ -84,7 +85,7 @@ func remoteFailed(err error) error {
 // remoteDecide approves, rejects or rolls back d through the approvals API: it reads the
 // graded diff of d (and the audit head with it), refuses suspicious text without
 // acceptSuspicious as the local path does, then records the decision over that head.
-func (a *app) remoteDecide(cmd *cobra.Command, r *awsapp.Remote, kind warrant.DecisionKind, server, tool string, d warrant.Digest, accept bool, note string) error {
+func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warrant.DecisionKind, server, tool string, d warrant.Digest, accept bool, note string) error {
 	for _, f := range []string{"sign-key", "agent", "ssh-key"} {
 		if cmd.Flags().Changed(f) {
 			return cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
@@ -103,8 +104,8 @@ func (a *app) remoteDecide(cmd *cobra.Command, r *awsapp.Remote, kind warrant.De
 			server, visible(tool), d.Short(), visible(dv.ToInspection.Summary()), kind2cmd(kind)))
 	}
 	head := dv.AuditHead
-	ans, err := r.Decide(ctx, server, tool, awsapp.DecisionRequest{Decision: kind, Digest: d, AuditHead: &head, AcceptSuspicious: accept, Note: note})
-	if errors.Is(err, awsapp.ErrUnreachable) {
+	ans, err := r.Decide(ctx, server, tool, approvalsapi.DecisionRequest{Decision: kind, Digest: d, AuditHead: &head, AcceptSuspicious: accept, Note: note})
+	if errors.Is(err, approvalsapi.ErrUnreachable) {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: the answer was lost, so the decision may have been recorded: check 'toolwarrant list --remote' before deciding again", err))
 	}
 	if err != nil {

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
-	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -125,29 +123,39 @@ func (a *app) settings(cmd *cobra.Command) (config.Toolwarrant, error) {
 
 // open opens the catalog and the service over it. The caller closes the catalog.
 func (a *app) open(ctx context.Context, cmd *cobra.Command, readOnly bool) (*sqlitestore.Catalog, *warrant.Service, config.Toolwarrant, error) {
-	cfg, err := a.settings(cmd)
+	w, cfg, err := a.openWarrant(ctx, cmd, readOnly)
 	if err != nil {
 		return nil, nil, cfg, err
 	}
-	cat, err := sqlitestore.OpenCatalog(ctx, sqlitestore.CatalogConfig{Path: cfg.Catalog, ReadOnly: readOnly})
+	return w.Catalog, w.Service, cfg, nil
+}
+
+// openWarrant resolves the settings and opens embedded toolwarrant (internal/app/localapp).
+// The caller closes it.
+func (a *app) openWarrant(ctx context.Context, cmd *cobra.Command, readOnly bool) (*localapp.Toolwarrant, config.Toolwarrant, error) {
+	cfg, err := a.settings(cmd)
 	if err != nil {
-		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err) // the driver's message names the file and the fix
+		return nil, cfg, err
 	}
-	var auditor warrant.Auditor
-	if !readOnly {
-		key, err := keysigner.Load(cfg.LogKey)
-		if err != nil {
-			cat.Close()
-			return nil, nil, cfg, cli.Exit(cli.ExitUsage, fmt.Errorf("%v (the log key is created by 'toolwarrant init'; set --log-key or TOOLWARRANT_LOG_KEY if it lives elsewhere)", err))
-		}
-		auditor = &audit.Chainer{Signer: key}
-	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: auditor, Identity: cfg.Identity, Now: a.deps.now})
+	w, err := localapp.OpenToolwarrant(ctx, a.toolwarrantConfig(cfg, readOnly))
 	if err != nil {
-		cat.Close()
-		return nil, nil, cfg, cli.Exit(cli.ExitUsage, err)
+		return nil, cfg, cli.Exit(cli.ExitUsage, err)
 	}
-	return cat, svc, cfg, nil
+	return w, cfg, nil
+}
+
+// openAuditLog opens the catalog at path read-only, for its audit log (audit verify,
+// checkpoint). The caller closes it.
+func openAuditLog(ctx context.Context, path string) (*sqlitestore.Catalog, error) {
+	w, err := localapp.OpenToolwarrant(ctx, localapp.ToolwarrantConfig{Catalog: path, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return w.Catalog, nil
+}
+
+func (a *app) toolwarrantConfig(cfg config.Toolwarrant, readOnly bool) localapp.ToolwarrantConfig {
+	return localapp.ToolwarrantConfig{Catalog: cfg.Catalog, LogKey: cfg.LogKey, ReadOnly: readOnly, Identity: cfg.Identity, Now: a.deps.now}
 }
 
 // failed maps a service error to an exit code: not found and invalid input are usage
@@ -193,21 +201,12 @@ existing file is never touched.` + exitCodes("the catalog and the key were creat
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(cfg.LogKey); err == nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("log key %s already exists; nothing was changed", cfg.LogKey))
-			}
-			cat, err := sqlitestore.OpenCatalog(cmd.Context(), sqlitestore.CatalogConfig{Path: cfg.Catalog, Create: true})
+			w, err := localapp.CreateToolwarrant(cmd.Context(), a.toolwarrantConfig(cfg, false), keyType)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			defer cat.Close()
-			key, err := keysigner.Create(cfg.LogKey, keysigner.Algorithm(keyType))
-			if err != nil {
-				cat.Close()
-				os.Remove(cfg.Catalog)
-				return cli.Exit(cli.ExitUsage, err)
-			}
-			fmt.Fprintf(a.env.Stdout, "created catalog %s (mode 0600)\ncreated log key %s (mode 0600), key id %s\n", cat.Path(), cfg.LogKey, key.KeyID())
+			defer w.Close()
+			fmt.Fprintf(a.env.Stdout, "created catalog %s (mode 0600)\ncreated log key %s (mode 0600), key id %s\n", w.Catalog.Path(), cfg.LogKey, w.LogKey.KeyID())
 			return nil
 		},
 	}

@@ -11,45 +11,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
-	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/sshsig"
 	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// trustState replays the trust list from the audit log (trust entries only; audit verify
-// checks everything).
-func trustState(ctx context.Context, cat *sqlitestore.Catalog) (trust.State, warrant.AuditHead, error) {
-	var st trust.State
-	var after int64
-	for {
-		recs, err := cat.AuditRecords(ctx, after, 1000)
-		if err != nil {
-			return st, warrant.AuditHead{}, err
-		}
-		for _, r := range recs {
-			after = r.Seq
-			if r.Type != trust.EventTrustChanged {
-				continue
-			}
-			var body struct {
-				Event json.RawMessage `json:"event"`
-			}
-			if err := json.Unmarshal(r.Body, &body); err != nil {
-				return st, warrant.AuditHead{}, fmt.Errorf("audit entry %d: %v", r.Seq, err)
-			}
-			if p := st.Step(r, body.Event); len(p) > 0 {
-				return st, warrant.AuditHead{}, fmt.Errorf("audit entry %d: %s (run 'toolwarrant audit verify')", r.Seq, p[0])
-			}
-		}
-		if len(recs) < 1000 {
-			break
-		}
+// untrusted explains a refusal of the trust list to the signer: there is none yet
+// (noList), or the signer's key is not on it (notOnList, formatted with its fingerprint).
+// Any other error is a failure to run.
+func untrusted(err error, noList, notOnList string) error {
+	var ue *trust.UntrustedError
+	switch {
+	case errors.Is(err, trust.ErrNoList):
+		return cli.Exit(cli.ExitUsage, errors.New(noList))
+	case errors.As(err, &ue):
+		return cli.Exit(cli.ExitUsage, fmt.Errorf(notOnList, ue.Fingerprint))
 	}
-	head, err := cat.AuditHead(ctx)
-	return st, head, err
+	return failed(err)
 }
 
 // signingFlags are the flags that choose the person's SSH key.
@@ -62,6 +43,21 @@ func (f *signingFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.key, "sign-key", "", "sign with this unencrypted OpenSSH private key `FILE`")
 	c.Flags().BoolVar(&f.agent, "agent", false, "sign with a key held by ssh-agent ($SSH_AUTH_SOCK)")
 	c.Flags().StringVar(&f.pub, "ssh-key", "", "with --agent: the public key `FILE` of the agent key to use")
+}
+
+// openSigning opens embedded toolwarrant for writing, then the signer's key: what every
+// command that a person signs starts with. The caller closes w.
+func (a *app) openSigning(ctx context.Context, cmd *cobra.Command, f *signingFlags) (*localapp.Toolwarrant, sshsig.Signer, error) {
+	w, cfg, err := a.openWarrant(ctx, cmd, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.signer(cmd, cfg)
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	return w, s, nil
 }
 
 func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsig.Signer, error) {
@@ -96,14 +92,19 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 	return nil, cli.Usage(cmd, "say whose signature this is: --sign-key FILE or --agent")
 }
 
-func readPub(path string) (string, string, error) {
+// readPub reads the public key --ssh-key names (required): its authorized_keys line and
+// its comment.
+func readPub(cmd *cobra.Command, path string) (string, string, error) {
+	if path == "" {
+		return "", "", cli.Usage(cmd, "--ssh-key PUB is required")
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", "", err
+		return "", "", cli.Exit(cli.ExitUsage, err)
 	}
 	k, comment, err := sshsig.ParseAuthorizedKey(string(b))
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %v", path, err)
+		return "", "", cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", path, err))
 	}
 	return k.AuthorizedKey(), comment, nil
 }
@@ -137,12 +138,9 @@ NAME defaults to the public key's comment.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pubPath == "" {
-				return cli.Usage(cmd, "--ssh-key PUB is required")
-			}
-			line, comment, err := readPub(pubPath)
+			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
-				return cli.Exit(cli.ExitUsage, err)
+				return err
 			}
 			if principal == "" {
 				principal = comment
@@ -152,27 +150,23 @@ NAME defaults to the public key's comment.` + exitCodes("recorded", ""),
 				return cli.Usage(cmd, "%v", err)
 			}
 			ctx := cmd.Context()
-			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			w, cfg, err := a.openWarrant(ctx, cmd, false)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			st, head, err := trustState(ctx, cat)
+			defer w.Close()
+			st, head, err := trust.Load(ctx, w.Catalog)
 			if err != nil {
 				return failed(err)
 			}
 			if st.List != nil {
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("the trust list is already initialised (trust root %s); use 'toolwarrant trust add'", st.Root))
 			}
-			logKey, err := logKeyID(cfg)
-			if err != nil {
-				return err
-			}
-			body, _ := json.Marshal(trust.Change{Action: "init", List: trust.List{Keys: []trust.Key{key}}, LogKey: logKey})
-			if err := svc.RecordEvent(ctx, warrant.Event{Type: trust.EventTrustChanged, Actor: cfg.Identity, Body: body}, head); err != nil {
+			body, _ := json.Marshal(trust.Change{Action: "init", List: trust.List{Keys: []trust.Key{key}}, LogKey: w.LogKey.KeyID()})
+			if err := w.Service.RecordEvent(ctx, warrant.Event{Type: trust.EventTrustChanged, Actor: cfg.Identity, Body: body}, head); err != nil {
 				return failed(err)
 			}
-			h, _ := cat.AuditHead(ctx)
+			h, _ := w.Catalog.AuditHead(ctx)
 			fmt.Fprintf(a.env.Stdout, "trusted %s %s\ntrust root: %s\naudit head: %d:%s\nkeep both outside the database; 'toolwarrant audit verify --trust-root ROOT --head HEAD' checks them\n",
 				key.Principal, key.Fingerprint, h.Hash, h.Seq, h.Hash)
 			return nil
@@ -198,33 +192,25 @@ if the log moves on before it is recorded, the change is refused: run it again.`
 		Example: "  toolwarrant trust " + action + " --ssh-key bob.pub --principal bob@example.com --sign-key ~/.ssh/id_ed25519",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pubPath == "" {
-				return cli.Usage(cmd, "--ssh-key PUB is required")
-			}
-			line, comment, err := readPub(pubPath)
+			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
-				return cli.Exit(cli.ExitUsage, err)
+				return err
 			}
 			ctx := cmd.Context()
-			cat, svc, cfg, err := a.open(ctx, cmd, false)
+			w, signer, err := a.openSigning(ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			signer, err := sf.signer(cmd, cfg)
-			if err != nil {
-				return err
-			}
-			st, head, err := trustState(ctx, cat)
+			defer w.Close()
+			cat, svc := w.Catalog, w.Service
+			st, head, err := trust.Load(ctx, cat)
 			if err != nil {
 				return failed(err)
 			}
-			if st.List == nil {
-				return cli.Exit(cli.ExitUsage, errors.New("there is no trust list yet: run 'toolwarrant trust init' first"))
-			}
-			me, ok := st.List.ByFingerprint(signer.Public().Fingerprint())
-			if !ok {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("your key %s is not on the trust list; only a trusted key can change it", signer.Public().Fingerprint()))
+			me, err := st.Trusted(signer.Public().Fingerprint())
+			if err != nil {
+				return untrusted(err, "there is no trust list yet: run 'toolwarrant trust init' first",
+					"your key %s is not on the trust list; only a trusted key can change it")
 			}
 			var subject trust.Key
 			if action == "add" {
@@ -236,8 +222,8 @@ if the log moves on before it is recorded, the change is refused: run it again.`
 				}
 			} else {
 				pub, _, _ := sshsig.ParseAuthorizedKey(line)
-				if subject, ok = st.List.ByFingerprint(pub.Fingerprint()); !ok {
-					return cli.Exit(cli.ExitUsage, fmt.Errorf("key %s is not on the trust list", pub.Fingerprint()))
+				if subject, err = st.Trusted(pub.Fingerprint()); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
 				}
 			}
 			stmt := trust.Statement{Type: trust.TypeTrust, Action: action, Subject: &subject, Signer: me.Principal, AuditHead: head, At: a.deps.now().UTC().Format("2006-01-02T15:04:05Z")}
@@ -299,7 +285,7 @@ func (a *app) trustListCmd() *cobra.Command {
 				return err
 			}
 			defer cat.Close()
-			st, _, err := trustState(cmd.Context(), cat)
+			st, _, err := trust.Load(cmd.Context(), cat)
 			if err != nil {
 				return failed(err)
 			}

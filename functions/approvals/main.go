@@ -1,8 +1,8 @@
 // Command approvals is the toolwarrant approvals Lambda behind an HTTP API whose routes
 // all use AWS_IAM authorization: listing pending proposals, graded diffs, and decisions
-// made by the caller's IAM principal, recorded with KMS-signed audit entries
-// (internal/app/awsapp.ApprovalsHandler). Configuration: CATALOG_TABLE,
-// CATALOG_BLOB_BUCKET, AUDIT_KMS_KEY, CRAWL_ROLE_ARN.
+// made by the caller's IAM principal, recorded with KMS-signed audit entries (the
+// transport is internal/approvalsapi, wired by internal/app/awsapp.ApprovalsHandler).
+// Configuration: CATALOG_TABLE, CATALOG_BLOB_BUCKET, AUDIT_KMS_KEY, CRAWL_ROLE_ARN.
 package main
 
 import (

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync/atomic"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
@@ -94,93 +93,75 @@ func NewLockerPayments(cfg config.Locker, store locker.Store, log *slog.Logger) 
 		RequiredUnits: cfg.RequiredUnits, Logger: log})
 }
 
-type detail struct {
-	Detail string `json:"detail"`
-}
-
-// The payment path's plain refusals (spec/padlock-wire.md §1.2).
-var (
-	refuseConfig      = &httpapi.Refusal{Status: http.StatusInternalServerError, Body: detail{"payment configuration error"}}
-	refuseFormat      = &httpapi.Refusal{Status: http.StatusBadRequest, Body: detail{"payment verification failed: invalid transaction format"}}
-	refuseRedeemed    = &httpapi.Refusal{Status: http.StatusConflict, Body: detail{"payment already redeemed"}}
-	refuseUnreachable = &httpapi.Refusal{Status: http.StatusBadGateway, Body: detail{"rpc provider unreachable"}}
-)
-
-// Admit implements httpapi.Payments. The order is the wire's: wallet configured (500) → proof
-// present (402 challenge) → proof well-formed (400, before any RPC call) → not redeemed yet
-// (409) → the node is on Base (500 if it reports another chain) → the receipt (502 for any
-// provider failure, 402 with the reason when it does not pay). The returned receipt's
-// TxHash is the lower-cased proof: the replay key is case-insensitive.
-func (p *Payments) Admit(ctx context.Context, proof string) (*locker.Receipt, *httpapi.Refusal) {
+// Admit implements httpapi.Payments. The order is the wire's: wallet configured
+// (payment.ErrUnconfigured) → proof present (*payment.RequiredError, the challenge) → proof
+// well-formed (payment.ErrInvalidProof, before any RPC call) → not redeemed yet
+// (locker.ErrRedeemed) → the node is on Base (payment.ErrUnconfigured if it reports
+// another chain) → the receipt (payment.ErrUnreachable for any provider failure, a
+// *payment.Rejection when it does not pay). A store that cannot answer the replay
+// pre-check is locker.Unavailable. Provider and store errors are logged here, never
+// returned. The returned receipt's TxHash is the lower-cased proof: the replay key is
+// case-insensitive.
+func (p *Payments) Admit(ctx context.Context, proof string) (*locker.Receipt, error) {
 	if p.terms.Wallet == "" {
 		p.log.ErrorContext(ctx, "payment refused: PAYMENT_WALLET_ADDRESS is not set")
-		return nil, refuseConfig
+		return nil, payment.ErrUnconfigured
 	}
 	if proof == "" {
-		return nil, p.challenge()
+		return nil, &payment.RequiredError{Terms: p.terms}
 	}
 	txHash, err := payment.ParseProof(proof)
 	if err != nil {
-		return nil, refuseFormat
+		return nil, err
 	}
 	log := p.log.With(slog.String("tx_hash", txHash))
 	redeemed, err := p.store.HasReceipt(ctx, txHash)
 	if err != nil {
 		log.WarnContext(ctx, "payment pre-check: store unreadable", slog.String("error", err.Error()))
-		return nil, &httpapi.Refusal{Status: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"1"}},
-			Body: struct {
-				Error  string `json:"error"`
-				Detail string `json:"detail"`
-			}{"unavailable", "storage temporarily unavailable; retry later"}}
+		return nil, fmt.Errorf("payment pre-check: %w", locker.Unavailable(err))
 	}
 	if redeemed {
 		log.InfoContext(ctx, "payment refused: already redeemed")
-		return nil, refuseRedeemed
+		return nil, locker.ErrRedeemed
 	}
-	if ref := p.checkChain(ctx, log); ref != nil {
-		return nil, ref
+	if err := p.checkChain(ctx, log); err != nil {
+		return nil, err
 	}
 	raw, err := p.rpc.TransactionReceipt(ctx, txHash)
 	if err != nil {
 		log.WarnContext(ctx, "payment: rpc provider failed", slog.String("error", err.Error()))
-		return nil, refuseUnreachable
+		return nil, payment.ErrUnreachable
 	}
 	paid, err := p.terms.Verify(txHash, raw)
 	var rej *payment.Rejection
 	switch {
 	case errors.As(err, &rej):
 		log.InfoContext(ctx, "payment refused", slog.String("reason", rej.Reason))
-		return nil, &httpapi.Refusal{Status: http.StatusPaymentRequired, Body: detail{rej.Error()}}
+		return nil, rej
 	case err != nil:
 		log.WarnContext(ctx, "payment: rpc provider returned an unusable receipt", slog.String("error", err.Error()))
-		return nil, refuseUnreachable
+		return nil, payment.ErrUnreachable
 	}
 	log.InfoContext(ctx, "payment verified", slog.String("payer", paid.Payer), slog.String("amount_units", paid.AmountUnits))
 	return &locker.Receipt{TxHash: paid.TxHash, AmountUnits: paid.AmountUnits, Payer: paid.Payer}, nil
 }
 
-func (p *Payments) challenge() *httpapi.Refusal {
-	h := http.Header{}
-	h.Set("WWW-Authenticate", p.terms.WWWAuthenticate())
-	return &httpapi.Refusal{Status: http.StatusPaymentRequired, Header: h, Body: p.terms.Challenge()}
-}
-
 // checkChain makes sure receipts come from Base: a node on another chain would let a transfer
 // there pay for a pad here. A match is remembered for the process; the endpoint's chain does
 // not change under a fixed URL, and a mismatch is checked again on every request.
-func (p *Payments) checkChain(ctx context.Context, log *slog.Logger) *httpapi.Refusal {
+func (p *Payments) checkChain(ctx context.Context, log *slog.Logger) error {
 	if p.chain.Load() {
 		return nil
 	}
 	id, err := p.rpc.ChainID(ctx)
 	if err != nil {
 		log.WarnContext(ctx, "payment: rpc provider failed", slog.String("error", err.Error()))
-		return refuseUnreachable
+		return payment.ErrUnreachable
 	}
 	if id != payment.ChainID {
 		log.ErrorContext(ctx, "payment refused: BASE_RPC_URL serves the wrong chain",
 			slog.Uint64("chain_id", id), slog.Uint64("want_chain_id", payment.ChainID))
-		return refuseConfig
+		return payment.ErrUnconfigured
 	}
 	p.chain.Store(true)
 	return nil

@@ -21,20 +21,16 @@ import (
 // Payments decides pay-per-pad creates (LOCKER_MODE=txid). A nil Payments is open mode.
 type Payments interface {
 	// Admit runs the payment steps of POST /v1/pads for the X-Payment-Proof value (trimmed,
-	// possibly empty). It returns the receipt to commit with the pad, or a response to send
-	// instead (challenge, refusal). It never returns raw provider errors.
-	Admit(ctx context.Context, proof string) (*locker.Receipt, *Refusal)
+	// possibly empty). It returns the receipt to commit with the pad, or why not: a
+	// *payment.RequiredError (the challenge), payment.ErrInvalidProof, locker.ErrRedeemed,
+	// payment.ErrUnconfigured, payment.ErrUnreachable, a *payment.Rejection, or a store
+	// failure as locker.Unavailable; errors.go maps each to the wire's answer. It never
+	// returns raw provider errors.
+	Admit(ctx context.Context, proof string) (*locker.Receipt, error)
 	// Probe reports whether the payment RPC answers, for /health; it must be fast.
 	Probe(ctx context.Context) bool
 	// Network names the payment network for /health ("base").
 	Network() string
-}
-
-// Refusal is a complete payment-path response: status, optional headers and a JSON body.
-type Refusal struct {
-	Status int
-	Header http.Header
-	Body   any
 }
 
 // Config configures the handler.
@@ -292,23 +288,13 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	var receipt *locker.Receipt
 	if a.pay != nil {
-		var ref *Refusal
-		receipt, ref = a.pay.Admit(r.Context(), strings.TrimSpace(r.Header.Get("X-Payment-Proof")))
-		if ref != nil {
-			for k, vs := range ref.Header {
-				for _, v := range vs {
-					w.Header().Add(k, v)
-				}
-			}
-			writeJSON(w, ref.Status, ref.Body)
+		var err error
+		if receipt, err = a.pay.Admit(r.Context(), strings.TrimSpace(r.Header.Get("X-Payment-Proof"))); err != nil {
+			a.writeError(w, r, err)
 			return
 		}
 	}
 	c, err := a.svc.Create(r.Context(), req, receipt)
-	if errors.Is(err, locker.ErrRedeemed) {
-		writeJSON(w, http.StatusConflict, plainError{Detail: "payment already redeemed"})
-		return
-	}
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -5,6 +5,6 @@
 //
 // It owns three things the domain must not: body caps applied to the bytes actually
 // received (never trusting Content-Length; bodyless routes never read the body), the three
-// error-body shapes, and the one function that maps refusals to statuses (errors.go).
-// Request URLs are never logged, because a read ticket may travel in the query string.
+// error-body shapes, and the one function that maps refusals to statuses (errors.go): the
+// pad service's and the payment rail's. Request URLs are never logged, because a read ticket may travel in the query string.
 package httpapi

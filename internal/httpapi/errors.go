@@ -6,9 +6,10 @@ import (
 	"net/http"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/payment"
 )
 
-// kindStatus is the one mapping from domain refusals to HTTP statuses and wire codes.
+// kindStatus maps the pad service's refusal kinds to HTTP statuses and wire codes.
 var kindStatus = map[locker.Kind]struct {
 	status int
 	code   string
@@ -36,9 +37,39 @@ type plainError struct {
 	Detail string `json:"detail"`
 }
 
-// writeError answers err. Refusals get their status and exact detail; anything else is an
-// internal error whose text is logged, never returned.
+// paymentStatus is the payment path's part of the mapping (spec/padlock-wire.md §1.2 and
+// §4): the typed refusals of the payment rail (internal/payment) and a receipt that
+// already paid for a pad, answered with error shape 2 or the 402 challenge. ok is false
+// for any other error.
+func paymentStatus(err error, h http.Header) (status int, body any, ok bool) {
+	var req *payment.RequiredError
+	var rej *payment.Rejection
+	switch {
+	case errors.As(err, &req):
+		h.Set("WWW-Authenticate", req.Terms.WWWAuthenticate())
+		return http.StatusPaymentRequired, req.Terms.Challenge(), true
+	case errors.Is(err, payment.ErrInvalidProof):
+		return http.StatusBadRequest, plainError{Detail: "payment verification failed: " + payment.ErrInvalidProof.Error()}, true
+	case errors.Is(err, locker.ErrRedeemed):
+		return http.StatusConflict, plainError{Detail: "payment already redeemed"}, true
+	case errors.As(err, &rej):
+		return http.StatusPaymentRequired, plainError{Detail: rej.Error()}, true
+	case errors.Is(err, payment.ErrUnconfigured):
+		return http.StatusInternalServerError, plainError{Detail: payment.ErrUnconfigured.Error()}, true
+	case errors.Is(err, payment.ErrUnreachable):
+		return http.StatusBadGateway, plainError{Detail: payment.ErrUnreachable.Error()}, true
+	}
+	return 0, nil, false
+}
+
+// writeError answers err: the one function that maps errors to statuses. Refusals get
+// their status and exact detail (kindStatus; paymentStatus on the payment path); anything
+// else is an internal error whose text is logged, never returned.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if status, body, ok := paymentStatus(err, w.Header()); ok {
+		writeJSON(w, status, body)
+		return
+	}
 	if ref, ok := locker.AsError(err); ok {
 		ks := kindStatus[ref.Kind]
 		if ks.status == http.StatusServiceUnavailable {

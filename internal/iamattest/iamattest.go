@@ -7,12 +7,14 @@
 // decisions use). The entry's "signature" field holds SignaturePrefix and the API Gateway
 // request ID instead of an SSH signature.
 //
-// [Check] is the audit-verify step for such entries; [Checker] routes them to it and every
+// [Attester] is that attestation as the decision use case (warrant.Service.DecideAs) takes
+// it. [Check] is the audit-verify step for such entries; [Checker] routes them to it and every
 // other entry to the SSH trust-list step, so one verifier serves local and AWS chains.
 // The package is pure (standard library, trust, warrant).
 package iamattest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,6 +57,44 @@ func Same(a, b string) bool {
 	return ok1 && ok2 && aa == ba && ar == br
 }
 
+// Attester is how a decision is attested on AWS: the caller's IAM principal, which API
+// Gateway's AWS_IAM authorizer verified, with the request ID as the signature. It
+// implements warrant.Attester.
+type Attester struct {
+	// Principal is the caller's principal ARN ("" is refused).
+	Principal string
+	// RequestID is API Gateway's request ID, recorded after SignaturePrefix.
+	RequestID string
+	// CrawlRole is the crawl function's role ARN: it and its sessions can never decide.
+	CrawlRole string
+}
+
+var _ warrant.Attester = Attester{}
+
+// Decider returns the principal; warrant.ErrForbidden for none and for the crawl role.
+func (a Attester) Decider(context.Context, warrant.AuditHead) (string, error) {
+	switch {
+	case a.Principal == "":
+		return "", fmt.Errorf("%w: no IAM principal in the request context: the route must use AWS_IAM authorization", warrant.ErrForbidden)
+	case Same(a.Principal, a.CrawlRole):
+		return "", fmt.Errorf("%w: %s is the crawl role, which can never decide", warrant.ErrForbidden, a.Principal)
+	}
+	return a.Principal, nil
+}
+
+// Same is the package's Same: a role and its sessions are one identity.
+func (Attester) Same(a, b string) bool { return Same(a, b) }
+
+// Attest returns the claim's canonical decision statement (trust.NewDecision) and
+// SignaturePrefix followed by the request ID.
+func (a Attester) Attest(_ context.Context, c warrant.Claim) ([]byte, []byte, error) {
+	stmt, err := trust.NewDecision(c.Kind, c.Server, c.Tool, c.Digest, c.AcceptedSuspicious, c.Decider, c.Head, c.At).Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return stmt, []byte(SignaturePrefix + a.RequestID), nil
+}
+
 // Attested reports whether an audit event body is an IAM-attested decision.
 func Attested(event json.RawMessage) bool {
 	var d struct {
@@ -67,14 +107,7 @@ func Attested(event json.RawMessage) bool {
 // verified): the statement is canonical, describes this decision, names the recorded
 // actor as signer and the entry before this one as the audit head read.
 func Check(r warrant.AuditRecord, event json.RawMessage) []string {
-	var d struct {
-		Server             string          `json:"server"`
-		Tool               string          `json:"tool"`
-		Digest             warrant.Digest  `json:"digest"`
-		AcceptedSuspicious bool            `json:"acceptedSuspicious"`
-		Statement          json.RawMessage `json:"statement"`
-		Signature          string          `json:"signature"`
-	}
+	var d trust.DecisionEvent
 	if err := json.Unmarshal(event, &d); err != nil {
 		return []string{"decision is not readable: " + err.Error()}
 	}
@@ -83,7 +116,7 @@ func Check(r warrant.AuditRecord, event json.RawMessage) []string {
 		return []string{"IAM-attested decision: " + err.Error()}
 	}
 	var p []string
-	if s.Type != trust.TypeDecision || string(s.Decision) != r.Type || s.Server != d.Server || s.Tool != d.Tool || s.Digest != d.Digest || s.AcceptedSuspicious != d.AcceptedSuspicious {
+	if !s.Describes(r, d) {
 		p = append(p, "the attested statement does not describe this decision")
 	}
 	if s.Signer != r.Actor {

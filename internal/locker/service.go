@@ -178,10 +178,14 @@ func (s *Service) token() (string, error) {
 // error otherwise; the cause is kept for the log, never shown to clients.
 func (s *Service) storeErr(op string, err error) error {
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", op, &unavailableError{err})
+		return fmt.Errorf("%s: %w", op, Unavailable(err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// Unavailable reports a store failure as the KindUnavailable refusal ([AsError]: retry
+// later), keeping cause for the log only.
+func Unavailable(cause error) error { return &unavailableError{cause} }
 
 type unavailableError struct{ cause error }
 

@@ -5,6 +5,8 @@
 // log from the token contract to the payment wallet for at least the required amount).
 //
 // It performs no I/O: the receipt arrives as the raw JSON result of eth_getTransactionReceipt,
-// fetched by internal/evmrpc, and the replay check lives in the store. It imports only the
-// standard library.
+// fetched by internal/evmrpc, and the replay check lives in the store. The payment path's
+// refusals are typed errors here (ErrInvalidProof, ErrUnconfigured, ErrUnreachable, a
+// *Rejection, a *RequiredError for the challenge); the HTTP transport maps them to the
+// wire's statuses. It imports only the standard library.
 package payment

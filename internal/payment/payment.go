@@ -47,6 +47,26 @@ type Rejection struct {
 
 func (r *Rejection) Error() string { return "payment verification failed: " + r.Reason }
 
+// The refusals of the payment path that are not a verdict on a receipt. A payment rail
+// returns them with ErrInvalidProof, a *Rejection and a *RequiredError, and the
+// transport maps each to the wire's status and body (spec/padlock-wire.md §1.2).
+var (
+	// ErrUnconfigured: the operator's configuration cannot verify payments (no payment
+	// wallet, or a node that serves another chain than Base).
+	ErrUnconfigured = errors.New("payment configuration error")
+	// ErrUnreachable: the RPC provider failed or answered something unusable
+	// (ErrMalformedReceipt). The provider's own error is logged, never returned.
+	ErrUnreachable = errors.New("rpc provider unreachable")
+)
+
+// RequiredError asks for payment: the request carried no proof. Terms say what to pay:
+// the 402 body (Terms.Challenge) and its WWW-Authenticate header (Terms.WWWAuthenticate).
+type RequiredError struct {
+	Terms Terms
+}
+
+func (e *RequiredError) Error() string { return "payment required" }
+
 // Rejections with fixed reasons; an underpayment is a *Rejection built by Verify.
 var (
 	// ErrTxNotFound: the node knows no receipt for the hash (result null).

@@ -8,4 +8,10 @@
 // changes). It names the audit head the signer read, so a signature cannot be replayed
 // onto another state of the log, and `ssh-keygen -Y verify` can check it from the
 // exported statement and an allowed_signers file.
+//
+// [Load] and [Replay] read the trust list back from the audit log as it stands at a head,
+// and [State.Trusted] finds a signer's key on it. That is the one preamble of everything
+// an operator signs. [SSHAttester] is how a decision is attested on one machine: the
+// warrant.Attester that the decision use case (warrant.Service.DecideAs) takes from the
+// CLI.
 package trust

@@ -251,14 +251,23 @@ type State struct {
 	Root string
 }
 
-// decisionEvent is the part of a decision entry's body that is checked.
-type decisionEvent struct {
+// DecisionEvent is the part of a decision entry's body that audit verify checks,
+// whoever attested the decision (an SSH key, an IAM principal).
+type DecisionEvent struct {
 	Server             string          `json:"server"`
 	Tool               string          `json:"tool"`
 	Digest             warrant.Digest  `json:"digest"`
 	AcceptedSuspicious bool            `json:"acceptedSuspicious"`
 	Statement          json.RawMessage `json:"statement"`
 	Signature          string          `json:"signature"`
+}
+
+// Describes reports whether s is a decision statement for the decision entry r with body
+// d: the same decision, server, tool, digest and acceptance of suspicious text. Whether
+// it names r's actor and the head before r is checked apart, so each can be reported.
+func (s Statement) Describes(r warrant.AuditRecord, d DecisionEvent) bool {
+	return s.Type == TypeDecision && string(s.Decision) == r.Type && s.Server == d.Server && s.Tool == d.Tool &&
+		s.Digest == d.Digest && s.AcceptedSuspicious == d.AcceptedSuspicious
 }
 
 // Step checks one audit entry (whose hash and log signature already verified) and
@@ -283,7 +292,7 @@ func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
 		st.List = &next
 		return nil
 	case string(warrant.DecisionApproved), string(warrant.DecisionRejected), string(warrant.DecisionRolledBack):
-		var d decisionEvent
+		var d DecisionEvent
 		if err := json.Unmarshal(event, &d); err != nil {
 			return []string{"decision is not readable: " + err.Error()}
 		}
@@ -298,7 +307,7 @@ func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
 			return []string{"person's signature: " + err.Error()}
 		}
 		var p []string
-		if s.Type != TypeDecision || string(s.Decision) != r.Type || s.Server != d.Server || s.Tool != d.Tool || s.Digest != d.Digest || s.AcceptedSuspicious != d.AcceptedSuspicious {
+		if !s.Describes(r, d) {
 			p = append(p, "the signed statement does not describe this decision")
 		}
 		if s.Signer != r.Actor {

@@ -1,6 +1,7 @@
 // Package warrant is the domain core of toolwarrant: the catalog of upstream MCP servers,
 // their tools, the immutable versions of each tool definition, the proposals a crawl opens,
-// the observations every crawl leaves behind, and drift grading between two versions.
+// the observations every crawl leaves behind, the decisions people make on them, and drift
+// grading between two versions.
 //
 // # Digests
 //
@@ -40,6 +41,17 @@
 // servers, resolves their headers ([HeaderResolver]), lists them ([Lister]: the crawler,
 // over the network) and records each listing with [Service.Ingest], one outcome per
 // server.
+//
+// # Decisions
+//
+// A named person approves, rejects or rolls back one exact digest through
+// [Service.DecideAs], the one decision flow, whoever decides. An [Attester] says who the
+// decider is and attests the decision: an SSH key on the trust list (trust.SSHAttester,
+// the CLI) or the caller's IAM principal (iamattest.Attester, the approvals API).
+// [Service.CheckDecision] holds the rules: an exact recorded digest, suspicious text only
+// when accepted, separation of duties, rollbacks to earlier approvals. The decision is
+// written with its audit entry over the audit head the decider read, and refused
+// (ErrStale) if the log or the approval moved on since.
 //
 // # Drift
 //

@@ -30,7 +30,20 @@ var (
 	// ErrSeparation: the decider crawled the digest it would approve (separation of
 	// duties). Nothing was written.
 	ErrSeparation = errors.New("separation of duties")
+	// ErrForbidden: the identity may not decide at all (no identity, the crawl role). An
+	// [Attester] returns it; nothing was written.
+	ErrForbidden = errors.New("forbidden")
+	// ErrStale: a decision refused at the write because the tool's approval or the audit log
+	// moved on since the decider read them. Such an error also matches ErrConflict. Nothing
+	// was recorded. The decider reads again and decides again.
+	ErrStale = errors.New("read moved on")
 )
+
+// staleError marks a write conflict of [Service.DecideAs] as ErrStale and keeps its text.
+type staleError struct{ err error }
+
+func (e staleError) Error() string   { return e.err.Error() }
+func (e staleError) Unwrap() []error { return []error{ErrStale, e.err} }
 
 // IngestError refuses one tool of a listing: its definition cannot be given an exact
 // digest (invalid UTF-8, a lone surrogate, a duplicate member name, ...) or it cannot be

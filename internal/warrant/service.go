@@ -699,44 +699,6 @@ func (s *Service) Diff(ctx context.Context, server, tool, from, to string) (Diff
 	return dv, nil
 }
 
-// Decide records a decision on a recorded version (part 1 offers it to tests and to part
-// 2, which adds who may decide what): approved and rolled_back make d.Digest the approved
-// digest, rejected clears it if it was d.Digest. d.Expect must be the approved digest the
-// caller read (ErrConflict otherwise); At is set here when zero.
-func (s *Service) Decide(ctx context.Context, d Decision) error {
-	switch d.Kind {
-	case DecisionApproved, DecisionRejected, DecisionRolledBack:
-	default:
-		return fmt.Errorf("%w: decision %q", ErrInvalid, d.Kind)
-	}
-	if !d.Digest.Valid() {
-		return fmt.Errorf("%w: digest %q", ErrInvalid, d.Digest)
-	}
-	if d.At.IsZero() {
-		d.At = s.clock()
-	}
-	if d.Actor == "" {
-		d.Actor = s.identity
-	}
-	if _, err := s.cat.Version(ctx, d.Server, d.Tool, d.Digest); err != nil {
-		return fmt.Errorf("server %q tool %q: %s is not a recorded version: %w", d.Server, d.Tool, d.Digest, err)
-	}
-	// One attempt: a conflict means the approval or the audit head moved since the decider
-	// read them, and the decider must read again rather than have us decide for them.
-	return s.auditedFrom(ctx, "record decision", 1, d.ReadHead, func() ([]Event, error) {
-		body := map[string]any{"server": d.Server, "tool": d.Tool, "digest": d.Digest, "expect": d.Expect,
-			"acceptedSuspicious": d.AcceptedSuspicious, "note": d.Note}
-		if len(d.Statement) > 0 {
-			if !json.Valid(d.Statement) {
-				return nil, fmt.Errorf("%w: the decision's statement is not JSON", ErrInvalid)
-			}
-			body["statement"] = json.RawMessage(d.Statement)
-			body["signature"] = string(d.Signature)
-		}
-		return []Event{{Type: string(d.Kind), Actor: d.Actor, At: d.At, Body: mustJSON(body)}}, nil
-	}, func(a AuditAppend) error { return s.cat.Decide(ctx, d, a) })
-}
-
 // RecordEvent appends one event that accompanies no other write (a trust list change),
 // chained from head, which must still be the audit head (ErrConflict otherwise). It needs
 // an Auditor.

@@ -1,6 +1,7 @@
 // Package arch_test enforces dependency rules between binaries and adapters with `go list
-// -deps`, as tailscale does: the embedded binaries do not link the AWS SDK, and the Lambda
-// functions do not link SQLite or the local key signer.
+// -deps`, as tailscale does: the embedded binaries and their wiring do not link the AWS SDK,
+// the Lambda functions do not link SQLite or the local key signer, and the approvals
+// transport does not link the Lambda runtime or its API Gateway proxy.
 package arch_test
 
 import (
@@ -34,6 +35,12 @@ func TestDependencyRules(t *testing.T) {
 	}{
 		{pkgs: []string{"./cmd/lockerd", "./cmd/agentgate", "./cmd/lockermcp"}, banned: []string{"github.com/aws/"},
 			why: "embedded binaries run without an AWS account; AWS wiring lives in internal/app/awsapp"},
+		{pkgs: []string{"./internal/app/localapp"}, banned: []string{"github.com/aws/"},
+			why: "the embedded wiring runs without an AWS account; AWS wiring lives in internal/app/awsapp"},
+		{pkgs: []string{"./internal/app"}, banned: []string{"github.com/aws/", "modernc.org/sqlite"},
+			why: "the shared wiring serves lockerd and the pads Lambda alike; adapters are built in localapp and awsapp"},
+		{pkgs: []string{"./internal/approvalsapi"}, banned: []string{"github.com/awslabs/aws-lambda-go-api-proxy", "github.com/aws/aws-lambda-go", "modernc.org/sqlite"},
+			why: "the approvals transport gets its caller from a function of the request; awsapp reads API Gateway's context"},
 	}
 	var lambdas []string
 	for _, f := range fns {

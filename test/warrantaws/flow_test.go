@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -114,12 +115,12 @@ func TestCrawlApproveCheckpoint(t *testing.T) {
 	}
 	first := page("after=0&limit=2", 200)
 	recs, err := audit.ParseExport(strings.NewReader(first.Body))
-	if err != nil || len(recs) != 2 || recs[0].Seq != 1 || first.Headers[awsapp.AuditMoreHeader] != "true" {
-		t.Errorf("first page: %d records %v, more %q", len(recs), err, first.Headers[awsapp.AuditMoreHeader])
+	if err != nil || len(recs) != 2 || recs[0].Seq != 1 || first.Headers[approvalsapi.AuditMoreHeader] != "true" {
+		t.Errorf("first page: %d records %v, more %q", len(recs), err, first.Headers[approvalsapi.AuditMoreHeader])
 	}
 	h, _ := w.Catalog.AuditHead(ctx)
 	last := page(fmt.Sprintf("after=%d", h.Seq-1), 200)
-	if recs, _ = audit.ParseExport(strings.NewReader(last.Body)); len(recs) != 1 || recs[0].Hash != h.Hash || last.Headers[awsapp.AuditMoreHeader] != "false" {
-		t.Errorf("last page: %+v, more %q", recs, last.Headers[awsapp.AuditMoreHeader])
+	if recs, _ = audit.ParseExport(strings.NewReader(last.Body)); len(recs) != 1 || recs[0].Hash != h.Hash || last.Headers[approvalsapi.AuditMoreHeader] != "false" {
+		t.Errorf("last page: %+v, more %q", recs, last.Headers[approvalsapi.AuditMoreHeader])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
@@ -145,7 +146,7 @@ func TestAnswersWithinLambdaLimits(t *testing.T) {
 	cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{AccessKeyID: "AKIDALICE", SecretAccessKey: "alice-secret"}, nil
 	})
-	remote, err := awsapp.NewRemote(cfg, gw.start(t))
+	remote, err := approvalsapi.NewRemote(cfg, gw.start(t))
 	if err != nil {
 		t.Fatal(err)
 	}

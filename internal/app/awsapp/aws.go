@@ -1,6 +1,3 @@
-// Package awsapp wires the AWS adapters (SDK config, DynamoDB stores) for the Lambda mains and
-// the ExtMcp container. It is kept apart from package app so the embedded binaries (lockerd,
-// toolwarrant, agentgate) do not link the AWS SDK.
 package awsapp
 
 import (

@@ -3,10 +3,17 @@ package awsapp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/emf"
+	"github.com/agentgate-dev/agentgate/internal/s3blob"
 )
 
 // CheckpointHandler is the checkpoint Lambda's handler: on each scheduled event it runs
@@ -38,4 +45,19 @@ func CheckpointHandler(w *Warrant, log *slog.Logger, m Metrics) (func(context.Co
 		}
 		return res, nil
 	}, nil
+}
+
+// CheckpointSource opens s3://BUCKET (checkpoints under checkpoints/) for
+// checkpoint.Verify, with cfg's credentials (the operator's: `toolwarrant audit verify
+// --checkpoints s3://BUCKET`). pathStyle addresses emulators.
+func CheckpointSource(ctx context.Context, cfg aws.Config, rawURL string, pathStyle bool) (checkpoint.Source, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "checkpoints" {
+		return nil, fmt.Errorf("--checkpoints %q: want s3://BUCKET (the stack's CheckpointBucketName output) or a directory", rawURL)
+	}
+	st, err := s3blob.New(s3blob.Config{Client: s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }), Bucket: u.Host})
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.Store{Blobs: st, Name: "s3://" + u.Host + "/" + checkpoint.Prefix}, nil
 }

@@ -1,4 +1,4 @@
-package awsapp
+package approvalsapi
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package awsapp
+package approvalsapi
 
 import (
 	"bytes"
@@ -36,20 +36,6 @@ func TestSignedClient(t *testing.T) {
 	resp.Body.Close()
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/us-east-1/execute-api/aws4_request") || date == "" || body != `{"decision":"approved"}` {
 		t.Errorf("Authorization %q, X-Amz-Date %q, body %q", auth, date, body)
-	}
-}
-
-func TestCheckpointSourceURLs(t *testing.T) {
-	cfg := aws.Config{Region: "us-east-1"}
-	for _, ok := range []string{"s3://dev-toolwarrant-checkpoints-1-us-east-1", "s3://b-1/checkpoints/"} {
-		if _, err := CheckpointSource(t.Context(), cfg, ok, false); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"s3://", "https://b/", "s3://b/other/", "/tmp/dir"} {
-		if _, err := CheckpointSource(t.Context(), cfg, bad, false); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package awsapp
+package approvalsapi
 
 import (
 	"bytes"
@@ -18,18 +18,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
-	"github.com/agentgate-dev/agentgate/internal/checkpoint"
-	"github.com/agentgate-dev/agentgate/internal/s3blob"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// This file is what the toolwarrant CLI needs on AWS and nothing else: SigV4-signed calls
-// to the approvals API (`approve --remote URL`) and reading checkpoints from s3://. It
-// links the AWS SDK; cmd/toolwarrant should reach it only from its --remote and s3://
-// paths (keep it out of the embedded path: test/arch).
+// The client half: the approvals API as `toolwarrant --remote URL` calls it, every request
+// SigV4-signed with the operator's AWS credentials.
 
 // ErrCredentials means no AWS credentials could be had to sign a request.
 var ErrCredentials = errors.New("no usable AWS credentials (set AWS_PROFILE, run 'aws sso login', or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
@@ -82,24 +77,10 @@ func (s *sigv4) RoundTrip(req *http.Request) (*http.Response, error) {
 	return s.base.RoundTrip(r)
 }
 
-// CheckpointSource opens s3://BUCKET (checkpoints under checkpoints/) for
-// checkpoint.Verify, with cfg's credentials. pathStyle addresses emulators.
-func CheckpointSource(ctx context.Context, cfg aws.Config, rawURL string, pathStyle bool) (checkpoint.Source, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "s3" || u.Host == "" || strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "checkpoints" {
-		return nil, fmt.Errorf("--checkpoints %q: want s3://BUCKET (the stack's CheckpointBucketName output) or a directory", rawURL)
-	}
-	st, err := s3blob.New(s3blob.Config{Client: s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }), Bucket: u.Host})
-	if err != nil {
-		return nil, err
-	}
-	return checkpoint.Store{Blobs: st, Name: "s3://" + u.Host + "/" + checkpoint.Prefix}, nil
-}
-
 // ErrForbidden is a refusal of the approvals API: the caller's credentials were not
 // accepted, its role may not call the route, or the rules forbid it this decision (the
 // crawl role; an identity that crawled the digest).
-var ErrForbidden = errForbidden
+var ErrForbidden = warrant.ErrForbidden
 
 // RemoteError is a non-2xx answer of the approvals API. It unwraps to the warrant error
 // its status stands for (400 ErrInvalid, 404 ErrNotFound, 409 ErrConflict, 429 and 5xx
@@ -240,13 +221,6 @@ func (c *Remote) getJSON(ctx context.Context, path string, query url.Values, out
 	return nil
 }
 
-// ToolsAnswer is GET /v1/tools (Tools) or /v1/proposals (Proposals).
-type ToolsAnswer struct {
-	AuditHead warrant.AuditHead `json:"auditHead"`
-	Tools     []warrant.ToolRow `json:"tools"`
-	Proposals []warrant.ToolRow `json:"proposals"`
-}
-
 // Tools lists every tool, or only the pending ones, with the audit head read before.
 func (c *Remote) Tools(ctx context.Context, pending bool) (warrant.AuditHead, []warrant.ToolRow, error) {
 	var a ToolsAnswer
@@ -256,31 +230,6 @@ func (c *Remote) Tools(ctx context.Context, pending bool) (warrant.AuditHead, []
 	}
 	err := c.getJSON(ctx, "/v1/tools", nil, &a)
 	return a.AuditHead, a.Tools, err
-}
-
-// DiffAnswer is GET …/diff.
-type DiffAnswer struct {
-	AuditHead      warrant.AuditHead  `json:"auditHead"`
-	Server         string             `json:"server"`
-	Tool           string             `json:"tool"`
-	From           warrant.Digest     `json:"from"`
-	To             warrant.Digest     `json:"to"`
-	Drift          warrant.Drift      `json:"drift"`
-	ToInspection   warrant.Inspection `json:"toInspection"`
-	FromInspection warrant.Inspection `json:"fromInspection"`
-	ToDefinition   json.RawMessage    `json:"toDefinition"`
-	FromDefinition json.RawMessage    `json:"fromDefinition"`
-	// DefinitionsOmitted: the two definitions do not fit one Lambda response; Diff reads
-	// each version separately and fills them in.
-	DefinitionsOmitted bool `json:"definitionsOmitted,omitempty"`
-}
-
-// View is the answer as the service's DiffView (the versions hold only their canonical
-// definitions).
-func (d DiffAnswer) View() warrant.DiffView {
-	return warrant.DiffView{Server: d.Server, Tool: d.Tool, From: d.From, To: d.To, Drift: d.Drift,
-		FromInspection: d.FromInspection, ToInspection: d.ToInspection,
-		FromVersion: warrant.Version{Digest: d.From, Canonical: d.FromDefinition}, ToVersion: warrant.Version{Digest: d.To, Canonical: d.ToDefinition}}
 }
 
 func toolPath(server, tool, leaf string) string {
@@ -346,18 +295,6 @@ func (c *Remote) Version(ctx context.Context, server, tool, version string) (Ver
 
 // errMismatch is an answer whose bytes do not hash to the digest it names: never shown.
 var errMismatch = errors.New("definition and digest disagree")
-
-// DecisionAnswer is POST …/decisions.
-type DecisionAnswer struct {
-	Server    string               `json:"server"`
-	Tool      string               `json:"tool"`
-	Digest    warrant.Digest       `json:"digest"`
-	Decision  warrant.DecisionKind `json:"decision"`
-	By        string               `json:"by"`
-	AuditHead *warrant.AuditHead   `json:"auditHead"`
-	// Unchanged is true when the digest was already the approved one (nothing recorded).
-	Unchanged bool `json:"unchanged"`
-}
 
 // Decide records one decision over req.AuditHead, as the caller's IAM principal.
 func (c *Remote) Decide(ctx context.Context, server, tool string, req DecisionRequest) (DecisionAnswer, error) {
