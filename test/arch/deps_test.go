@@ -1,7 +1,8 @@
-// Package arch_test enforces dependency rules between binaries and adapters with `go list
-// -deps`, as tailscale does: the embedded binaries and their wiring do not link the AWS SDK,
-// the Lambda functions do not link SQLite or the local key signer, and the approvals
-// transport does not link the Lambda runtime or its API Gateway proxy.
+// Package arch_test enforces the dependency rules with `go list -deps`, as tailscale does:
+// one table of what each domain package may link (domain_test.go), and the rules between
+// binaries and adapters (this file): the embedded binaries and their wiring do not link the
+// AWS SDK, the Lambda functions do not link SQLite, gRPC or the local key signer, and the
+// approvals transport does not link the Lambda runtime or its API Gateway proxy.
 package arch_test
 
 import (
@@ -51,8 +52,9 @@ func TestDependencyRules(t *testing.T) {
 			pkgs   []string
 			banned []string
 			why    string
-		}{pkgs: lambdas, banned: []string{"modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/keysigner"},
-			why: "Lambda functions use DynamoDB and KMS, never the embedded store or a local key"})
+		}{pkgs: lambdas, banned: []string{"modernc.org/sqlite", "database/sql", "google.golang.org/grpc",
+			"github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/keysigner"},
+			why: "Lambda functions use DynamoDB and KMS, never the embedded store, gRPC or a local key, and stay small"})
 	}
 	for _, r := range rules {
 		for _, pkg := range r.pkgs {

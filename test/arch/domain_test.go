@@ -1,0 +1,82 @@
+package arch_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+const module = "github.com/agentgate-dev/agentgate/"
+
+// domain is the one table of what each domain package (and each small helper the domain
+// trusts) may link besides the standard library: prefixes of import paths, our own
+// packages written without the module path. Everything else — a store, a transport, an
+// SDK — is an adapter's business. .golangci.yml's depguard rule says the same at the import
+// level; this table checks the whole dependency closure, as `go list -deps` sees it.
+var domain = []struct {
+	pkg   string
+	allow []string
+	why   string
+}{
+	{"internal/canon", nil, "RFC 8785 is pure computation"},
+	{"internal/locker", nil, "pads, chain, envelope, tickets and limits: the Padlock rules"},
+	{"internal/payment", nil, "the rules that decide whether a pad was paid for; no client, store or transport"},
+	{"internal/blob", nil, "the write-once object port"},
+	{"internal/signer", nil, "the signing port"},
+	{"internal/textguard", []string{"golang.org/x/text/"}, "invisible characters and confusables: the Unicode tables"},
+	{"internal/lockfile", []string{"internal/canon"}, "agentgate.lock's format and hashes"},
+	{"internal/warrant", []string{"internal/canon", "internal/textguard", "golang.org/x/text/"}, "toolwarrant's model, rules, index and use cases"},
+	{"internal/audit", []string{"internal/canon", "internal/signer", "internal/textguard", "internal/warrant", "golang.org/x/text/"}, "the audit chain"},
+	{"internal/checkpoint", []string{"internal/audit", "internal/blob", "internal/canon", "internal/signer", "internal/textguard", "internal/warrant", "golang.org/x/text/"},
+		"signed heads over the blob and signer ports"},
+	{"internal/trust", []string{"internal/canon", "internal/sshsig", "internal/textguard", "internal/warrant", "golang.org/x/crypto/", "golang.org/x/text/"},
+		"the trust list and SSH attestation (OpenSSH signatures through x/crypto/ssh)"},
+	{"internal/iamattest", []string{"internal/canon", "internal/sshsig", "internal/textguard", "internal/trust", "internal/warrant", "golang.org/x/crypto/", "golang.org/x/text/"},
+		"IAM attestation of decisions"},
+	{"internal/netguard", []string{"golang.org/x/net/idna", "golang.org/x/text/"},
+		"the SSRF policy stays small enough to audit; its one dependency is the Go project's UTS 46 (IDNA), which net/http itself vendors"},
+}
+
+// ioPackages are standard packages the domain packages must not link: they would let a
+// rule do I/O on its own.
+var ioPackages = map[string]bool{"database/sql": true, "net/http": true, "os/exec": true}
+
+func TestDomainDependencies(t *testing.T) {
+	for _, d := range domain {
+		t.Run(d.pkg, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", "./"+d.pkg)
+			cmd.Dir = testenv.RepoRoot(t)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s: %v", d.pkg, err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				std, path, _ := strings.Cut(line, " ")
+				if std == "true" {
+					if ioPackages[path] && d.pkg != "internal/netguard" {
+						t.Errorf("%s links %s: %s", d.pkg, path, d.why)
+					}
+					continue
+				}
+				if path == module+d.pkg {
+					continue
+				}
+				ok := false
+				for _, a := range d.allow {
+					if strings.HasPrefix(a, "internal/") {
+						a = module + a
+					}
+					if path == a || strings.HasSuffix(a, "/") && strings.HasPrefix(path, a) {
+						ok = true
+						break
+					}
+				}
+				if !ok {
+					t.Errorf("%s links %s, which its row does not allow (%s)", d.pkg, path, d.why)
+				}
+			}
+		})
+	}
+}
