@@ -2,7 +2,7 @@
 // versioning and Object Lock) and wherever else a write-once object is wanted. Objects are
 // written once and never replaced or deleted through the port. The package uses only the
 // standard library; the S3 driver is internal/s3blob, the conformance suite
-// internal/blobtest.
+// internal/blob/blobtest.
 package blob
 
 import (

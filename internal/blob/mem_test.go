@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/blob"
-	"github.com/agentgate-dev/agentgate/internal/blobtest"
+	"github.com/agentgate-dev/agentgate/internal/blob/blobtest"
 )
 
 func TestMemConformance(t *testing.T) {

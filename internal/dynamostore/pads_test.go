@@ -9,7 +9,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/locker"
-	"github.com/agentgate-dev/agentgate/internal/storetest"
+	"github.com/agentgate-dev/agentgate/internal/locker/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }

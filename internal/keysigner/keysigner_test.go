@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/signer"
-	"github.com/agentgate-dev/agentgate/internal/signertest"
+	"github.com/agentgate-dev/agentgate/internal/signer/signertest"
 )
 
 func TestConformance(t *testing.T) {

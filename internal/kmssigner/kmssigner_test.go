@@ -20,7 +20,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/kmssigner"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/signer"
-	"github.com/agentgate-dev/agentgate/internal/signertest"
+	"github.com/agentgate-dev/agentgate/internal/signer/signertest"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/blob"
-	"github.com/agentgate-dev/agentgate/internal/blobtest"
+	"github.com/agentgate-dev/agentgate/internal/blob/blobtest"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 )

@@ -6,5 +6,5 @@
 // is the digest signed, ASN.1 DER signature — what AWS KMS ECC_NIST_P256 /
 // ECDSA_SHA_256 with MessageType DIGEST produces) and Ed25519 (the hash is the message).
 // Drivers: internal/keysigner (a local key file), kmssigner (AWS KMS, later). The
-// conformance suite is internal/signertest. The package uses only the standard library.
+// conformance suite is internal/signer/signertest. The package uses only the standard library.
 package signer

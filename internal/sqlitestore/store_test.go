@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
-	"github.com/agentgate-dev/agentgate/internal/storetest"
+	"github.com/agentgate-dev/agentgate/internal/locker/storetest"
 )
 
 func newTestStore(t *testing.T) *Store {

@@ -20,7 +20,7 @@ import (
 
 // The service over a real catalog (SQLite) and a real, signing Auditor: these tests are
 // about what ObserveGateway writes and how it combines with crawls, which is what the
-// drivers (held to the same by internal/catalogtest) store.
+// drivers (held to the same by internal/warrant/catalogtest) store.
 
 const (
 	gwForecast = `{"name":"get_forecast","description":"Get the weather forecast for a city.","inputSchema":{"type":"object"}}`

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate-dev/agentgate/internal/catalogtest"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
-	"github.com/agentgate-dev/agentgate/internal/catalogtest"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/sshsig"

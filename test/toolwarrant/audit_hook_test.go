@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
-	"github.com/agentgate-dev/agentgate/internal/catalogtest"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )

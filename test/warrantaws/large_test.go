@@ -15,7 +15,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
-	"github.com/agentgate-dev/agentgate/internal/catalogtest"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
