@@ -51,7 +51,7 @@ func (c CatalogSource) Snapshot(ctx context.Context, server string) (Snapshot, e
 // at (observations sorted by tool, one per tool; Digest empty and Refused set when the
 // definition could not be digested). It must append them to the audit log so that
 // `toolwarrant list` shows DRIFT and the next crawl proposes new tools. Implemented by
-// the warrant service in part 2 (a crawl record with Source warrant.SourceGateway).
+// warrant.Service.ObserveGateway (a crawl record with Source warrant.SourceGateway).
 type GatewayObserver interface {
 	ObserveGateway(ctx context.Context, server string, at time.Time, obs []warrant.Observation) error
 }

@@ -20,7 +20,7 @@ const (
 // server's configuration never changes and only its last_crawl advances, by exactly one,
 // to a crawl that exists; an approval row is never deleted and always points at a decision
 // on that tool; the audit head only moves forward, to a record that exists. Dropping a
-// trigger takes a deliberate DROP TRIGGER, which `audit verify` (part 2) then catches.
+// trigger takes a deliberate DROP TRIGGER, which `audit verify` then catches.
 const catalogSchema = `
 CREATE TABLE IF NOT EXISTS catalog_meta (
 	key   TEXT PRIMARY KEY,

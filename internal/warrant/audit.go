@@ -23,7 +23,7 @@ func Genesis() AuditHead { return AuditHead{Seq: 0, Hash: GenesisHash} }
 
 // AuditRecord is one stored audit entry. The store keeps it verbatim and checks only that
 // it links to the head (PrevHash, Seq); computing and verifying Hash and Signature is the
-// audit package's job (part 2). Records are never updated or deleted.
+// audit package's job (internal/audit). Records are never updated or deleted.
 type AuditRecord struct {
 	// Seq numbers records from 1 without gaps.
 	Seq int64

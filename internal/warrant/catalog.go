@@ -85,7 +85,7 @@ type Catalog interface {
 	Decisions(ctx context.Context, server, tool string) ([]Decision, error)
 
 	// Approvals returns every tool's current approved digest, sorted by server then tool,
-	// in one read: what the gateway processor (part 3) loads and refreshes.
+	// in one read: what the gateway processor (extmcp) loads and refreshes.
 	Approvals(ctx context.Context) ([]Approval, error)
 
 	// AppendAudit appends records that accompany no other write (trust list changes, for

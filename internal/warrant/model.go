@@ -134,7 +134,7 @@ type Source string
 const (
 	// SourceCrawl is a crawl by toolwarrant's crawler, talking to the upstream directly.
 	SourceCrawl Source = "crawl"
-	// SourceGateway is what the gateway processor (part 3) saw served and did not serve:
+	// SourceGateway is what the gateway processor (extmcp, `toolwarrant serve`) saw served and did not serve:
 	// a partial listing (a tool missing from it is not removed) that records observations
 	// of digests only. It opens no versions (the processor keeps no definitions), so a
 	// digest it is the first to see has no version until a crawl records one.

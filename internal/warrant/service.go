@@ -16,7 +16,7 @@ import (
 type Config struct {
 	// Catalog is the store. Required.
 	Catalog Catalog
-	// Auditor turns each write's events into audit records. Nil writes none (part 1).
+	// Auditor turns each write's events into audit records. Nil writes none (tests of the catalog alone).
 	Auditor Auditor
 	// Identity is who acts: recorded as a server's AddedBy and a crawl's By. Default
 	// "unknown".
@@ -28,8 +28,9 @@ type Config struct {
 	MaxAttempts int
 }
 
-// Service is toolwarrant's read side: adding servers, ingesting listings, and the views
-// behind list, show and diff. It is safe for concurrent use.
+// Service is toolwarrant's use cases: adding servers, a crawl run (Crawl, Ingest), the one
+// decision flow (DecideAs), and the views behind list, show and diff. It is safe for
+// concurrent use.
 type Service struct {
 	cat      Catalog
 	auditor  Auditor

@@ -17,7 +17,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// chainAuditor is a stand-in for part 2's auditor: entry_hash = SHA-256(prev || JCS(body)),
+// chainAuditor is a stand-in for internal/audit's auditor: entry_hash = SHA-256(prev || JCS(body)),
 // unsigned. fail makes Chain fail, as a signer outage would.
 type chainAuditor struct {
 	fail  atomic.Bool
