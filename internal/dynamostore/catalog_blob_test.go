@@ -18,11 +18,11 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // DynamoDB's limits, as its documentation states them: what the harness's limits layer

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // newCatalog returns a catalog on a fresh table created from template.yaml's CatalogTable.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // v1Copy copies testdata/catalog-v1.db — a schema version 1 catalog written by the

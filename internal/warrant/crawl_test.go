@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // fakeLister lists every target with the tools of listings, or fails it.

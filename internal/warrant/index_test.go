@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // TestIndexReadsFormat1Items: the INDEX and APPROVALS items the format-1 DynamoDB driver
