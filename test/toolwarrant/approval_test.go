@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/sshsig"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // world is a catalog with a log key, a trust list of two people and one recorded tool.

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // chainAuditor is a stand-in for internal/audit's auditor: entry_hash = SHA-256(prev || JCS(body)),

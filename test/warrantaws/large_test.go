@@ -15,10 +15,10 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
-	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
 
 // TestLargeDefinitions is issue 14's crawl through the functions, each as its template
