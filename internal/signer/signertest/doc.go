@@ -1,3 +1,3 @@
 // Package signertest is the conformance suite of the signer.Signer port, run by every
-// driver (keysigner now, kmssigner later) from its own _test.go.
+// driver (keysigner, kmssigner) from its own _test.go.
 package signertest
