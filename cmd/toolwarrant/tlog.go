@@ -50,6 +50,9 @@ type logState struct {
 	origin    string
 	keyPath   string // the checkpoint key file ("" without a config dir and --key)
 	vkey      string // the checkpoint verifier key ("" when unknown)
+	// originFile remembers the origin of this catalog's checkpoints, so later commands
+	// need no --origin.
+	originFile string
 	seen      checkpoint.Seen
 }
 
@@ -110,9 +113,18 @@ func (a *app) state(catalog string, f tlogFlags) (*logState, error) {
 	if st.origin == "" && vk != "" {
 		st.origin, _, _ = strings.Cut(vk, "+")
 	}
+	sum := sha256.Sum256([]byte(catalog))
+	catalogID := hex.EncodeToString(sum[:8])
+	if st.configDir != "" {
+		st.originFile = filepath.Join(st.configDir, "catalogs", catalogID+".origin")
+	}
+	if st.origin == "" && st.originFile != "" {
+		if b, err := os.ReadFile(st.originFile); err == nil {
+			st.origin = strings.TrimSpace(string(b))
+		}
+	}
 	if st.origin == "" {
-		sum := sha256.Sum256([]byte(catalog))
-		st.origin = "toolwarrant.local/" + hex.EncodeToString(sum[:8])
+		st.origin = "toolwarrant.local/" + catalogID
 	}
 	if !checkpoint.ValidOrigin(st.origin) {
 		return nil, fmt.Errorf("origin %q must be non-empty, without spaces or '+' (a schema-less URL such as example.com/toolwarrant)", st.origin)
@@ -143,10 +155,19 @@ func (a *app) state(catalog string, f tlogFlags) (*logState, error) {
 	return st, nil
 }
 
-// checkpointKey loads the checkpoint key, creating it on first use.
+// checkpointKey loads the checkpoint key, creating it on first use, and remembers the
+// catalog's origin.
 func (a *app) checkpointKey(st *logState) (*keysigner.Signer, bool, error) {
 	if st.keyPath == "" {
 		return nil, false, errors.New("no checkpoint key: set HOME or TOOLWARRANT_CONFIG_DIR (the key is kept there), or pass --key FILE")
+	}
+	if st.originFile != "" {
+		if err := os.MkdirAll(filepath.Dir(st.originFile), 0o700); err != nil {
+			return nil, false, err
+		}
+		if err := os.WriteFile(st.originFile, []byte(st.origin+"\n"), 0o600); err != nil {
+			return nil, false, err
+		}
 	}
 	k, err := keysigner.Load(st.keyPath)
 	if err == nil {
