@@ -122,7 +122,7 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 			}
 			// The log must extend the last checkpoint this user has seen: never sign a fork.
 			if st.vkey != "" && st.configDir != "" {
-				if seen, err := st.seen.Load(st.vkey); err == nil {
+				if seen, err := st.seen.Load(st.vkey, nil); err == nil {
 					if p := checkpoint.CheckTree(tree, []checkpoint.Located{seen}); len(p) > 0 {
 						return cli.Exit(cli.ExitFound, fmt.Errorf("entry %d: %s; nothing was signed", p[0].Seq, p[0].Reason))
 					}

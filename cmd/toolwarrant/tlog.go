@@ -277,7 +277,7 @@ func (a *app) anchor(cmd *cobra.Command, st *logState, t *audit.Tree, src checkp
 		return res, nil
 	}
 	if st.configDir != "" {
-		seen, err := st.seen.Load(st.vkey)
+		seen, err := st.seen.Load(st.vkey, witnesses)
 		switch {
 		case err == nil:
 			res.seen = &seen
@@ -301,14 +301,14 @@ func (a *app) anchor(cmd *cobra.Command, st *logState, t *audit.Tree, src checkp
 		if len(res.checked) == 0 {
 			res.problems = append(res.problems, audit.Problem{Seq: t.Size(), Reason: "no checkpoint note to check the witnesses' cosignatures on"})
 		} else {
-			newest := slices.MaxFunc(res.checked, func(x, y checkpoint.Located) int { return int(x.Size - y.Size) })
+			newest := newestOf(res.checked)
 			if got := len(newest.Witnesses); got < quorum {
 				res.problems = append(res.problems, audit.Problem{Seq: newest.Size, Reason: fmt.Sprintf("%s is cosigned by %d of the witnesses given (%s), fewer than the quorum %d", newest, got, strings.Join(newest.Witnesses, ", "), quorum)})
 			}
 		}
 	}
 	if ok && len(res.problems) == 0 && len(res.checked) > 0 && st.configDir != "" {
-		newest := slices.MaxFunc(res.checked, func(x, y checkpoint.Located) int { return int(x.Size - y.Size) })
+		newest := newestOf(res.checked)
 		moved, err := st.seen.Advance(newest.Note, st.vkey)
 		if err != nil {
 			return res, cli.Exit(cli.ExitUsage, err)
@@ -369,7 +369,7 @@ checkpoint; the log must agree with it, or nothing is printed and the exit code 
 					return cli.Exit(cli.ExitFound, err)
 				}
 			} else if st.configDir != "" {
-				if seen, err := st.seen.Load(st.vkey); err == nil {
+				if seen, err := st.seen.Load(st.vkey, nil); err == nil {
 					cands = append(cands, seen)
 				} else if !errors.Is(err, checkpoint.ErrNotSeen) {
 					return cli.Exit(cli.ExitFound, err)
@@ -499,7 +499,7 @@ func (a *app) anchorReport(cmd *cobra.Command, tv treeVerify, t *audit.Tree, src
 				fmt.Fprintf(a.env.Stderr, "no checkpoint of %s seen yet: run 'toolwarrant audit checkpoint', or verify with --checkpoints\n", tv.st.origin)
 			}
 		} else {
-			newest := slices.MaxFunc(res.checked, func(x, y checkpoint.Located) int { return int(x.Size - y.Size) })
+			newest := newestOf(res.checked)
 			fmt.Fprintf(a.env.Stderr, "consistent with %s; tree %d root %s\n", newest, t.Size(), rootOf(t))
 			if len(newest.Witnesses) > 0 {
 				fmt.Fprintf(a.env.Stderr, "cosigned by %s\n", strings.Join(newest.Witnesses, ", "))
@@ -537,4 +537,14 @@ func (a *app) printVKey(cmd *cobra.Command, catalog string, f tlogFlags, pub str
 	}
 	fmt.Fprintln(a.env.Stdout, st.vkey)
 	return nil
+}
+
+// newestOf returns the checkpoint of the largest size, the most cosigned among equals.
+func newestOf(cps []checkpoint.Located) checkpoint.Located {
+	return slices.MaxFunc(cps, func(x, y checkpoint.Located) int {
+		if x.Size != y.Size {
+			return int(x.Size - y.Size)
+		}
+		return len(x.Witnesses) - len(y.Witnesses)
+	})
 }

@@ -146,9 +146,9 @@ func (s Seen) Path(origin string) string {
 var ErrNotSeen = errors.New("no checkpoint of this log seen yet")
 
 // Load returns the last seen checkpoint of the log logKey names, verified under logKey;
-// ErrNotSeen when there is none. A seen file that no longer verifies is an error: it is
+// ErrNotSeen when there is none. Cosignatures are checked against witnesses. A seen file that no longer verifies is an error: it is
 // the anchor, and a changed anchor is what an attacker would want.
-func (s Seen) Load(logKey string) (Located, error) {
+func (s Seen) Load(logKey string, witnesses []note.Verifier) (Located, error) {
 	v, err := note.NewVerifier(logKey)
 	if err != nil {
 		return Located{}, fmt.Errorf("checkpoint key %q: %v", logKey, err)
@@ -161,7 +161,7 @@ func (s Seen) Load(logKey string) (Located, error) {
 	if err != nil {
 		return Located{}, fmt.Errorf("last seen checkpoint: %w", err)
 	}
-	n, err := OpenNote(b, logKey, nil)
+	n, err := OpenNote(b, logKey, witnesses)
 	if err != nil {
 		return Located{}, fmt.Errorf("last seen checkpoint %s: %w", p, err)
 	}
@@ -185,7 +185,7 @@ func (s Seen) VerifierKey(origin string) (string, error) {
 // is newer than the one recorded. The caller has checked the log against both, which is
 // what makes them consistent. It reports whether the record moved.
 func (s Seen) Advance(n *Note, logKey string) (bool, error) {
-	if cur, err := s.Load(logKey); err == nil && cur.Size >= n.Size {
+	if cur, err := s.Load(logKey, nil); err == nil && cur.Size >= n.Size {
 		return false, nil
 	} else if err != nil && !errors.Is(err, ErrNotSeen) {
 		return false, err
