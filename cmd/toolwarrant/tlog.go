@@ -53,7 +53,7 @@ type logState struct {
 	// originFile remembers the origin of this catalog's checkpoints, so later commands
 	// need no --origin.
 	originFile string
-	seen      checkpoint.Seen
+	seen       checkpoint.Seen
 }
 
 // configDir is TOOLWARRANT_CONFIG_DIR, else $XDG_CONFIG_HOME/toolwarrant, else
