@@ -219,7 +219,7 @@ func (w *Writer) writeNote(ctx context.Context, head warrant.AuditHead, max, pag
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	t := &audit.Tree{}
-	var prev warrant.AuditHead = warrant.Genesis()
+	prev := warrant.Genesis()
 	for t.Size() < head.Seq {
 		recs, err := w.Log.AuditRecords(ctx, t.Size(), page)
 		if err != nil {

@@ -3,6 +3,7 @@ package toolwarrant
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -105,7 +106,8 @@ func twEnv(t *testing.T, dir string, env []string, args ...string) run {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
