@@ -350,7 +350,11 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 
 func (a *app) report(rep audit.Report, root string, asJSON bool) error {
 	if asJSON {
-		if err := writeJSON(a.env.Stdout, map[string]any{"entries": rep.Entries, "head": rep.Head, "trustRoot": root, "problems": rep.Problems}); err != nil {
+		out := map[string]any{"entries": rep.Entries, "head": rep.Head, "trustRoot": root, "problems": rep.Problems}
+		if rep.Tree != nil {
+			out["tree"], out["checkpoints"] = rep.Tree, rep.Checkpoints
+		}
+		if err := writeJSON(a.env.Stdout, out); err != nil {
 			return err
 		}
 	} else if rep.OK() {

@@ -493,6 +493,11 @@ func (a *app) anchorReport(cmd *cobra.Command, tv treeVerify, t *audit.Tree, src
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, res.problems...)
+	rep.Tree = &audit.TreeHead{Size: t.Size(), Root: rootOf(t).String()}
+	rep.Checkpoints = []audit.CheckpointRef{}
+	for _, c := range res.checked {
+		rep.Checkpoints = append(rep.Checkpoints, audit.CheckpointRef{Origin: c.Origin, Size: c.Size, Where: c.Where, Witnesses: append([]string{}, c.Witnesses...)})
+	}
 	if !asJSON && len(rep.Problems) == 0 {
 		if len(res.checked) == 0 {
 			if tv.st.vkey != "" {

@@ -3,6 +3,7 @@ package toolwarrant
 import (
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,8 +188,16 @@ func TestCheckpointNoteAndProofsVerifyWithXMod(t *testing.T) {
 	if r := w.verify(t, "--checkpoints", cps); r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("checkpoint %d of %s", size2, origin)) {
 		t.Errorf("audit verify --checkpoints: %s", r)
 	}
-	if r := w.tw(t, "audit", "verify", "--json"); r.code != 0 {
-		t.Errorf("audit verify --json: %s", r)
+	var vj struct {
+		Tree        struct{ Size int64 }
+		Checkpoints []struct {
+			Origin string
+			Size   int64
+		}
+	}
+	if r := w.tw(t, "audit", "verify", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &vj) != nil ||
+		vj.Tree.Size != size2 || len(vj.Checkpoints) != 1 || vj.Checkpoints[0].Size != size2 || vj.Checkpoints[0].Origin != origin {
+		t.Errorf("audit verify --json (anchored on the last seen checkpoint, now %d): %s", size2, r)
 	}
 }
 
