@@ -3,6 +3,7 @@ module github.com/agentgate-dev/agentgate
 go 1.26.0
 
 require (
+	filippo.io/torchwood v0.6.1
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.19
@@ -26,6 +27,7 @@ require (
 	github.com/sirupsen/logrus v1.8.1
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/crypto v0.59.0
+	golang.org/x/mod v0.43.0
 	golang.org/x/net v0.62.0
 	golang.org/x/text v0.44.0
 	google.golang.org/grpc v1.85.0
@@ -79,4 +81,11 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
+	sigsum.org/sigsum-go v0.6.1 // indirect
+	zombiezen.com/go/sqlite v1.4.2 // indirect
+)
+
+tool (
+	filippo.io/torchwood/cmd/litewitness
+	filippo.io/torchwood/cmd/witnessctl
 )

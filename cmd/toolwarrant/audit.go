@@ -26,15 +26,19 @@ import (
 func (a *app) auditCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "audit",
-		Short: "Export and verify the signed, hash-chained audit log",
+		Short: "Export, verify, checkpoint and prove the signed audit log (a transparency log)",
 		Long: `Every server added, crawl observed, version recorded and decision made is an entry of the
 audit log, written in the same transaction as what it records: entry_hash = SHA-256(
-prev_hash || JCS(body)), signed by the log key.` + exitCodes("success", ""),
+prev_hash || JCS(body)), signed by the log key. The entry bodies are also the leaves of an
+RFC 6962 Merkle tree whose signed C2SP checkpoints ('audit checkpoint') anchor 'audit
+verify', prove one entry ('audit prove') and are cosigned by witnesses
+(docs/transparency-log.md).` + exitCodes("success", ""),
 		Example: "  toolwarrant audit verify --head 42:3f2a…\n  toolwarrant audit export > audit.jsonl",
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd(), a.auditCheckpointCmd())
+	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd(), a.auditCheckpointCmd(),
+		a.auditProveCmd(), a.auditConsistencyCmd())
 	return c
 }
 
@@ -116,16 +120,27 @@ deployment (GET /v1/audit, page by page, each page checked to continue the seque
 }
 
 func (a *app) auditKeyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "key",
-		Short:   "Print the log key's ID and public key (PEM), to keep for offline verification",
-		Long:    "Print the log key's ID and its public key in PEM, for 'audit verify --log-pub'." + exitCodes("printed", ""),
-		Example: "  toolwarrant audit key > log-key.pub.pem",
+	var cpKey bool
+	var pub string
+	var f tlogFlags
+	c := &cobra.Command{
+		Use:   "key",
+		Short: "Print the log key's ID and public key (PEM), or the checkpoint verifier key, to keep for offline verification",
+		Long: `Print the log key's ID and its public key in PEM, for 'audit verify --log-pub'.
+
+With --checkpoint, print the checkpoint verifier key instead (origin+hash+base64, the one
+string a signed-note verifier needs, for --vkey and for witnesses): of the local checkpoint
+key, or, with --pub FILE, of an Ed25519 public key (PEM, or the DER that 'aws kms
+get-public-key' returns for the AWS checkpoint key) under --origin.` + exitCodes("printed", ""),
+		Example: "  toolwarrant audit key > log-key.pub.pem\n  toolwarrant audit key --checkpoint\n  toolwarrant audit key --checkpoint --pub checkpoint-key.der --origin toolwarrant.aws/123456789012/eu-west-1/prod",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
 				return err
+			}
+			if cpKey {
+				return a.printVKey(cmd, cfg.Catalog, f, pub)
 			}
 			key, err := localapp.LoadLogKey(cfg.LogKey)
 			if err != nil {
@@ -139,6 +154,10 @@ func (a *app) auditKeyCmd() *cobra.Command {
 			return pem.Encode(a.env.Stdout, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
 		},
 	}
+	c.Flags().BoolVar(&cpKey, "checkpoint", false, "print the checkpoint verifier key instead of the log key")
+	c.Flags().StringVar(&pub, "pub", "", "with --checkpoint: the Ed25519 public key `FILE` (PEM or DER) to print the verifier key of")
+	f.add(c, true)
+	return c
 }
 
 // parseHead reads SEQ:HASH.
@@ -189,6 +208,9 @@ func readPublicKeys(path string) (map[string]crypto.PublicKey, error) {
 func (a *app) auditVerifyCmd() *cobra.Command {
 	var export, logPub, head, trustRoot, checkpoints, crawlRole string
 	var asJSON, pathStyle bool
+	var witnessKeys []string
+	var quorum int
+	var f tlogFlags
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute every entry's hash and signature; catch altered, removed or reordered entries",
@@ -207,6 +229,14 @@ that entry with that hash, --trust-root that the trust list was initialised by t
 rewritten or truncated after a checkpoint fails even when it was re-signed with the log key.
 --crawl-role ARN checks decisions attested by an IAM principal (the AWS approvals API) and
 refuses any attested by that crawl role.
+
+The entry bodies are the leaves of an RFC 6962 tree. With no flag, the log is also checked
+against the last checkpoint this user has seen (kept in the configuration directory, not in
+the catalog: TOOLWARRANT_CONFIG_DIR, else ~/.config/toolwarrant): its tree must extend that
+checkpoint's, so entries removed or rewritten and re-signed after it fail, naming it. A
+verification that passes moves the last seen checkpoint forward to the newest checkpoint
+note of --checkpoints. --witness-key K (repeated) with --quorum N requires N of those
+witnesses' cosignatures on the newest checkpoint.
 
 The log's public key comes from --log-pub (PEM, or DER as 'aws kms get-public-key' returns
 it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
@@ -238,10 +268,26 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 				}
 				opts.Keys = map[string]crypto.PublicKey{key.KeyID(): key.Public()}
 			}
+			ls, err := a.state(cfg.Catalog, f)
+			if err != nil {
+				return cli.Usage(cmd, "%v", err)
+			}
+			wits, err := witnessVerifiers(witnessKeys)
+			if err != nil {
+				return cli.Usage(cmd, "--witness-key: %v", err)
+			}
+			if quorum == 0 && len(wits) > 0 {
+				quorum = 1
+			}
+			if quorum > len(wits) || quorum < 0 {
+				return cli.Usage(cmd, "--quorum %d needs at least that many --witness-key", quorum)
+			}
+			tv := treeVerify{st: ls, witnesses: wits, quorum: quorum}
 			if checkpoints != "" {
-				return a.verifyCheckpoints(cmd, cfg.Catalog, export, checkpoints, pathStyle, opts, asJSON)
+				return a.verifyCheckpoints(cmd, cfg.Catalog, export, checkpoints, pathStyle, opts, asJSON, tv)
 			}
 			v := audit.NewVerifier(opts)
+			tree := &audit.Tree{}
 			if export != "" {
 				f, err := os.Open(export)
 				if err != nil {
@@ -254,6 +300,9 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 				}
 				for _, r := range recs {
 					v.Add(r)
+					if err := tree.Append(r.Body); err != nil {
+						return cli.Exit(cli.ExitUsage, err)
+					}
 				}
 			} else {
 				cat, err := openAuditLog(cmd.Context(), cfg.Catalog)
@@ -261,7 +310,7 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 					return cli.Exit(cli.ExitUsage, err)
 				}
 				defer cat.Close()
-				if err := eachRecord(cmd, cat, func(r warrant.AuditRecord) error { v.Add(r); return nil }); err != nil {
+				if err := eachRecord(cmd, cat, func(r warrant.AuditRecord) error { v.Add(r); return tree.Append(r.Body) }); err != nil {
 					return cli.Exit(cli.ExitUsage, err)
 				}
 				stored, err := cat.AuditHead(cmd.Context())
@@ -272,11 +321,21 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 				if stored != rep.Head {
 					rep.Problems = append(rep.Problems, audit.Problem{Seq: stored.Seq, Reason: fmt.Sprintf("the stored head (%d) is not the last entry (%d)", stored.Seq, rep.Head.Seq)})
 				}
+				if rep, err = a.anchorReport(cmd, tv, tree, nil, rep, asJSON); err != nil {
+					return err
+				}
 				return a.report(rep, v.TrustRoot(), asJSON)
 			}
-			return a.report(v.Finish(), v.TrustRoot(), asJSON)
+			rep, err := a.anchorReport(cmd, tv, tree, nil, v.Finish(), asJSON)
+			if err != nil {
+				return err
+			}
+			return a.report(rep, v.TrustRoot(), asJSON)
 		},
 	}
+	c.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier `KEY` (cosignature/v1 or Ed25519 note key); repeat for several")
+	c.Flags().IntVar(&quorum, "quorum", 0, "how many of the --witness-key witnesses must have cosigned the newest checkpoint (default 1 when any is given)")
+	f.add(c, false)
 	c.Flags().StringVar(&export, "export", "", "verify this export `FILE` (JSON Lines) instead of the catalog")
 	c.Flags().StringVar(&logPub, "log-pub", "", "the log's public key(s), PEM `FILE` (default: from the log key file)")
 	c.Flags().StringVar(&head, "head", "", "a head you kept, `SEQ:HASH`: the log must still hold that entry with that hash")
@@ -290,7 +349,11 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 
 func (a *app) report(rep audit.Report, root string, asJSON bool) error {
 	if asJSON {
-		if err := writeJSON(a.env.Stdout, map[string]any{"entries": rep.Entries, "head": rep.Head, "trustRoot": root, "problems": rep.Problems}); err != nil {
+		out := map[string]any{"entries": rep.Entries, "head": rep.Head, "trustRoot": root, "problems": rep.Problems}
+		if rep.Tree != nil {
+			out["tree"], out["checkpoints"] = rep.Tree, rep.Checkpoints
+		}
+		if err := writeJSON(a.env.Stdout, out); err != nil {
 			return err
 		}
 	} else if rep.OK() {

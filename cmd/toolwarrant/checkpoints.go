@@ -12,53 +12,26 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/cli"
-	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
+	"github.com/agentgate-dev/agentgate/internal/witnessclient"
 )
 
 // verifyCheckpoints is `audit verify --checkpoints`: the log (from the catalog or an export)
-// checked with every audit rule and against every signed checkpoint of src.
-func (a *app) verifyCheckpoints(cmd *cobra.Command, catalog, export, src string, pathStyle bool, opts audit.Options, asJSON bool) error {
+// checked with every audit rule, against every signed JSON checkpoint of src (the chain
+// head), and its tree against every checkpoint note of src and the last seen one.
+func (a *app) verifyCheckpoints(cmd *cobra.Command, catalog, export, src string, pathStyle bool, opts audit.Options, asJSON bool, tv treeVerify) error {
 	ctx := cmd.Context()
-	var records []warrant.AuditRecord
-	if export != "" {
-		f, err := os.Open(export)
-		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
-		defer f.Close()
-		if records, err = audit.ParseExport(f); err != nil {
-			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", export, err))
-		}
-	} else {
-		cat, err := openAuditLog(ctx, catalog)
-		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
-		defer cat.Close()
-		if err := eachRecord(cmd, cat, func(r warrant.AuditRecord) error { records = append(records, r); return nil }); err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
+	records, tree, err := a.readLog(cmd, catalog, export)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
 	}
-	var source checkpoint.Source
-	if strings.HasPrefix(src, "s3://") {
-		awsCfg, err := awsapp.AWSConfig(ctx, config.AWS{MaxAttempts: 3})
-		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
-		if source, err = awsapp.CheckpointSource(ctx, awsCfg, src, pathStyle); err != nil {
-			return cli.Usage(cmd, "--checkpoints %q: %v", src, err)
-		}
-	} else {
-		if st, err := os.Stat(src); err != nil || !st.IsDir() {
-			return cli.Usage(cmd, "--checkpoints %q is not a directory (or use s3://BUCKET)", src)
-		}
-		source = checkpoint.Dir(src)
+	source, err := a.source(cmd, src, pathStyle)
+	if err != nil {
+		return err
 	}
 	seq := iter.Seq2[warrant.AuditRecord, error](func(yield func(warrant.AuditRecord, error) bool) {
 		for _, r := range records {
@@ -74,25 +47,51 @@ func (a *app) verifyCheckpoints(cmd *cobra.Command, catalog, export, src string,
 		}
 		return cli.Exit(cli.ExitFound, fmt.Errorf("checkpoints %s: %w", src, err))
 	}
+	if rep, err = a.anchorReport(cmd, tv, tree, source, rep, asJSON); err != nil {
+		return err
+	}
 	if !asJSON && len(rep.Problems) == 0 {
 		fmt.Fprintf(a.env.Stderr, "checked against %d checkpoint(s) in %s\n", n, src)
 	}
 	return a.report(rep, "", asJSON)
 }
 
+// witnessOutcome is one witness's answer to `audit checkpoint --witness`.
+type witnessOutcome struct {
+	URL      string `json:"url"`
+	Cosigned bool   `json:"cosigned"`
+	Error    string `json:"error,omitempty"`
+}
+
 // auditCheckpointCmd writes a signed checkpoint of the current head for the embedded
 // catalog, the local counterpart of the AWS checkpoint function.
 func (a *app) auditCheckpointCmd() *cobra.Command {
 	var dir string
+	var witnesses []string
+	var asJSON bool
+	var f tlogFlags
 	c := &cobra.Command{
 		Use:   "checkpoint",
-		Short: "Sign the current audit head with the log key and write it to a checkpoint directory",
-		Long: `Write DIR/<seq>.json: the audit head signed by the log key. Keep DIR somewhere the catalog's
-holder cannot rewrite (another machine, write-once storage); 'audit verify --checkpoints DIR'
-then catches a history rewritten or truncated after any checkpoint, even one re-signed with
-the log key. The log is verified first; a log that does not verify is never certified.` +
-			exitCodes("the checkpoint was written", "the log did not verify, so nothing was written"),
-		Example: "  toolwarrant audit checkpoint --dir /mnt/worm/toolwarrant-checkpoints",
+		Short: "Sign the audit tree's checkpoint (C2SP signed note) and the head; write them to a checkpoint directory",
+		Long: `Write DIR/<size>.note, the C2SP checkpoint of the audit tree (origin, size, RFC 6962 root)
+signed by the checkpoint key (Ed25519), and DIR/<seq>.json, the audit head signed by the log
+key (the older format, kept for compatibility). Keep DIR somewhere the catalog's holder
+cannot rewrite (another machine, write-once storage). The log is verified first; a log that
+does not verify is never certified.
+
+The checkpoint key is <config dir>/logs/<id>/checkpoint.key (created on first use; --key
+FILE or TOOLWARRANT_CHECKPOINT_KEY to keep it elsewhere); its verifier key is printed when it
+is created and by 'toolwarrant audit key --checkpoint'. The origin names the log
+(--origin, TOOLWARRANT_LOG_ORIGIN; set it once, it must never change). The checkpoint
+becomes this user's last seen one, so plain 'audit verify' then fails if entries up to it
+are removed or rewritten.
+
+--witness URL (repeated) submits the checkpoint to c2sp.org/tlog-witness witnesses with a
+consistency proof from the size each last cosigned, and writes their cosignatures to
+DIR/<size>.cosig. A witness that refuses (the checkpoint is not consistent with one it
+cosigned: a fork or a rollback) is reported and the exit code is 1.` +
+			exitCodes("the checkpoint was written (and every witness cosigned it)", "the log did not verify, so nothing was written; or a witness refused the checkpoint"),
+		Example: "  toolwarrant audit checkpoint --dir /mnt/worm/toolwarrant-checkpoints\n  toolwarrant audit checkpoint --dir cps --origin example.com/toolwarrant --witness https://witness.example/",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -102,25 +101,34 @@ the log key. The log is verified first; a log that does not verify is never cert
 			if err != nil {
 				return err
 			}
+			st, err := a.state(cfg.Catalog, f)
+			if err != nil {
+				return cli.Usage(cmd, "%v", err)
+			}
 			key, err := localapp.LoadLogKey(cfg.LogKey)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			cat, err := openAuditLog(cmd.Context(), cfg.Catalog)
+			records, tree, err := a.readLog(cmd, cfg.Catalog, "")
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			defer cat.Close()
-			v := audit.NewVerifier(audit.Options{Keys: map[string]crypto.PublicKey{key.KeyID(): key.Public()}})
-			if err := eachRecord(cmd, cat, func(r warrant.AuditRecord) error { v.Add(r); return nil }); err != nil {
-				return cli.Exit(cli.ExitUsage, err)
-			}
-			rep := v.Finish()
+			rep := audit.Verify(records, audit.Options{Keys: map[string]crypto.PublicKey{key.KeyID(): key.Public()}})
 			if len(rep.Problems) > 0 {
 				return cli.Exit(cli.ExitFound, fmt.Errorf("the log does not verify (%d problem(s), first at entry %d): run 'toolwarrant audit verify'", len(rep.Problems), rep.Problems[0].Seq))
 			}
 			if rep.Head.Seq == 0 {
 				return cli.Exit(cli.ExitUsage, errors.New("the log is empty: nothing to checkpoint"))
+			}
+			// The log must extend the last checkpoint this user has seen: never sign a fork.
+			if st.vkey != "" && st.configDir != "" {
+				if seen, err := st.seen.Load(st.vkey, nil); err == nil {
+					if p := checkpoint.CheckTree(tree, []checkpoint.Located{seen}); len(p) > 0 {
+						return cli.Exit(cli.ExitFound, fmt.Errorf("entry %d: %s; nothing was signed", p[0].Seq, p[0].Reason))
+					}
+				} else if !errors.Is(err, checkpoint.ErrNotSeen) {
+					return cli.Exit(cli.ExitFound, err)
+				}
 			}
 			cp, err := checkpoint.Sign(cmd.Context(), key, rep.Head, a.deps.now())
 			if err != nil {
@@ -133,26 +141,152 @@ the log key. The log is verified first; a log that does not verify is never cert
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			path := filepath.Join(dir, fmt.Sprintf("%d.json", cp.Seq))
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if errors.Is(err, fs.ErrExist) {
-				fmt.Fprintf(a.env.Stdout, "checkpoint %s exists already (head %d)\n", path, cp.Seq)
-				return nil
-			}
+			out := map[string]any{"head": rep.Head, "origin": st.origin, "size": tree.Size(), "root": rootOf(tree).String()}
+			jsonPath := filepath.Join(dir, fmt.Sprintf("%d.json", cp.Seq))
+			wroteJSON, err := writeOnce(jsonPath, b)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			if _, err := f.Write(b); err != nil {
-				f.Close()
+			if !asJSON {
+				if wroteJSON {
+					fmt.Fprintf(a.env.Stdout, "wrote %s: head %d:%s\n", jsonPath, cp.Seq, cp.Hash)
+				} else {
+					fmt.Fprintf(a.env.Stdout, "checkpoint %s exists already (head %d)\n", jsonPath, cp.Seq)
+				}
+			}
+			if st.keyPath == "" {
+				fmt.Fprintln(a.env.Stderr, "warning: no configuration directory (set HOME or TOOLWARRANT_CONFIG_DIR) and no --key: only the head was signed, not the C2SP checkpoint")
+				if asJSON {
+					return writeJSON(a.env.Stdout, map[string]any{"head": rep.Head, "files": map[string]string{"head": jsonPath}})
+				}
+				return nil
+			}
+			nk, created, err := a.checkpointKey(st)
+			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			if err := f.Close(); err != nil {
+			vkey, err := checkpoint.VerifierKey(st.origin, nk.Public())
+			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			fmt.Fprintf(a.env.Stdout, "wrote %s: head %d:%s\n", path, cp.Seq, cp.Hash)
+			if created {
+				fmt.Fprintf(a.env.Stderr, "created checkpoint key %s; its verifier key (publish it, give it to witnesses):\n%s\n", st.keyPath, vkey)
+			}
+			st.vkey = vkey
+			noteBytes, err := checkpoint.SignNote(cmd.Context(), nk, st.origin, tree.Size(), rootOf(tree))
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			out["vkey"] = vkey
+			notePath := filepath.Join(dir, fmt.Sprintf("%d%s", tree.Size(), checkpoint.NoteSuffix))
+			wroteNote, err := writeOnce(notePath, noteBytes)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			if !wroteNote {
+				// Signatures are randomized only by the key, but keep the stored one: it is the
+				// one witnesses may have cosigned.
+				if noteBytes, err = os.ReadFile(notePath); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				if _, err := checkpoint.OpenNote(noteBytes, vkey, nil); err != nil {
+					return cli.Exit(cli.ExitFound, fmt.Errorf("%s: %w", notePath, err))
+				}
+			}
+			if !asJSON {
+				if wroteNote {
+					fmt.Fprintf(a.env.Stdout, "wrote %s: %s tree %d root %s\n", notePath, st.origin, tree.Size(), rootOf(tree))
+				}
+			}
+			refused, cosigs, outcomes := a.submitWitnesses(cmd, witnesses, dir, tree, noteBytes)
+			if len(cosigs) > 0 {
+				cosigPath := filepath.Join(dir, fmt.Sprintf("%d%s", tree.Size(), checkpoint.CosigSuffix))
+				old, _ := os.ReadFile(cosigPath)
+				merged := checkpoint.WithCosignatures(old, cosigs)
+				if err := os.WriteFile(cosigPath, merged, 0o644); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+				noteBytes = checkpoint.WithCosignatures(noteBytes, cosigs)
+				if !asJSON {
+					fmt.Fprintf(a.env.Stdout, "wrote %s: %d cosignature(s)\n", cosigPath, strings.Count(string(merged), "\n"))
+				}
+			}
+			n, err := checkpoint.OpenNote(noteBytes, vkey, nil)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			if st.configDir != "" {
+				if _, err := st.seen.Advance(n, vkey); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+			}
+			if asJSON {
+				out["witnesses"] = outcomes
+				out["files"] = map[string]string{"head": jsonPath, "note": notePath}
+				if err := writeJSON(a.env.Stdout, out); err != nil {
+					return err
+				}
+			}
+			if refused {
+				return cli.Found()
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the checkpoint `DIR` (created if missing)")
+	c.Flags().StringArrayVar(&witnesses, "witness", nil, "submit the checkpoint to the c2sp.org/tlog-witness witness at `URL` (its submission prefix); repeat for several")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: head, origin, size, root, vkey, files, witnesses")
+	f.add(c, true)
 	return c
+}
+
+// submitWitnesses asks each witness to cosign, from the size of the newest earlier note
+// in dir (the witness says if it saw another). It returns whether one refused, the
+// cosignature lines received and each witness's outcome.
+func (a *app) submitWitnesses(cmd *cobra.Command, urls []string, dir string, tree *audit.Tree, noteBytes []byte) (bool, []byte, []witnessOutcome) {
+	var old int64
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if n, kind, ok := checkpoint.SizeOf(e.Name()); ok && kind == checkpoint.NoteSuffix && n < tree.Size() && n > old {
+				old = n
+			}
+		}
+	}
+	refused := false
+	var cosigs []byte
+	outcomes := []witnessOutcome{}
+	for _, u := range urls {
+		o := witnessOutcome{URL: u}
+		w, err := witnessclient.New(witnessclient.Config{URL: u})
+		var sigs []byte
+		if err == nil {
+			sigs, err = checkpoint.Cosign(cmd.Context(), w, tree, tree.Size(), noteBytes, old)
+		}
+		if err != nil {
+			refused = true
+			o.Error = err.Error()
+			fmt.Fprintf(a.env.Stderr, "witness %s did not cosign checkpoint %d: %s\n", u, tree.Size(), visible(err.Error()))
+		} else {
+			o.Cosigned = true
+			cosigs = append(cosigs, sigs...)
+		}
+		outcomes = append(outcomes, o)
+	}
+	return refused, cosigs, outcomes
+}
+
+// writeOnce creates path with b unless it exists; it reports whether it wrote.
+func writeOnce(path string, b []byte) (bool, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return false, err
+	}
+	return true, f.Close()
 }

@@ -116,6 +116,24 @@ type Report struct {
 	Entries  int               `json:"entries"`
 	Head     warrant.AuditHead `json:"head"`
 	Problems []Problem         `json:"problems"`
+	// Tree and Checkpoints, when set, are the log's tree and the checkpoint notes it was
+	// checked against (the caller fills them; Verify does not).
+	Tree        *TreeHead       `json:"tree,omitempty"`
+	Checkpoints []CheckpointRef `json:"checkpoints,omitempty"`
+}
+
+// TreeHead is a tree size and its root hash (base64, as in a checkpoint).
+type TreeHead struct {
+	Size int64  `json:"size"`
+	Root string `json:"root"`
+}
+
+// CheckpointRef names a checkpoint a log was checked against.
+type CheckpointRef struct {
+	Origin    string   `json:"origin"`
+	Size      int64    `json:"size"`
+	Where     string   `json:"where"`
+	Witnesses []string `json:"witnesses"`
 }
 
 // OK reports whether no problem was found.

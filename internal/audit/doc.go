@@ -22,5 +22,11 @@
 // by someone holding the log key. [WriteExport] and [ParseExport] are the JSON Lines
 // export `toolwarrant audit export` writes and `audit verify --export` reads.
 //
-// The package is pure: the standard library, canon, warrant's types and the signer port.
+// The entry bodies are also the leaves of an RFC 6962 Merkle tree ([Tree], [LeafHash]):
+// leaf i is SHA-256(0x00 || body of entry i+1). The tree commits to the same bodies as the
+// chain; it gives the C2SP checkpoints (internal/checkpoint) their root, and inclusion and
+// consistency proofs (docs/transparency-log.md).
+//
+// The package is pure: the standard library, canon, warrant's types, the signer port and
+// golang.org/x/mod/sumdb/tlog (RFC 6962 hashing and proofs, itself standard-library only).
 package audit

@@ -13,6 +13,14 @@
 // without "signature". [Writer] is what functions/checkpoint runs on a schedule: it checks
 // the entries since the last checkpoint (linkage, hashes, log signatures) before it signs
 // a new one, so it never certifies a head it could not verify. [Checker] and [Verify]
-// check a log against checkpoints as it streams by. The package is pure: the standard
-// library, canon, audit, warrant's types and the signer and blob ports.
+// check a log against checkpoints as it streams by.
+//
+// Since issue 18 the checkpoint of record is the C2SP one: checkpoints/<size>.note, a signed
+// note (c2sp.org/tlog-checkpoint) of the audit tree's origin, size and RFC 6962 root,
+// signed by the Ed25519 checkpoint key ([SignNote], [OpenNote], [MessageSigner]), with
+// witness cosignatures in <size>.cosig ([Witness], [Cosign]). [CheckTree] checks a log's
+// tree against notes; [Seen] keeps the last checkpoint a verifier has seen, outside the
+// catalog. The JSON heads stay for compatibility. See docs/transparency-log.md. The
+// package is pure: the standard library, canon, audit, warrant's types, the signer and
+// blob ports, and golang.org/x/mod/sumdb/note and tlog.
 package checkpoint

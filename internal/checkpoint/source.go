@@ -28,8 +28,9 @@ type Source interface {
 // MaxCheckpoints bounds how many checkpoints Load reads.
 const MaxCheckpoints = 100000
 
-// Dir is a directory of checkpoint files named <seq>.json (what `aws s3 cp --recursive
-// s3://BUCKET/checkpoints/ DIR` makes). Other files are ignored.
+// Dir is a directory of checkpoint files named <seq>.json, <size>.note and <size>.cosig
+// (what `aws s3 cp --recursive s3://BUCKET/checkpoints/ DIR` makes). Other files are
+// ignored.
 type Dir string
 
 // Names implements Source.
@@ -40,7 +41,9 @@ func (d Dir) Names(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if _, ok := SeqOf(e.Name()); ok && e.Type().IsRegular() {
+		_, isJSON := SeqOf(e.Name())
+		_, _, isNote := SizeOf(e.Name())
+		if (isJSON || isNote) && e.Type().IsRegular() {
 			out = append(out, e.Name())
 		}
 	}

@@ -53,6 +53,14 @@ type Writer struct {
 	MaxRecords int
 	// Logger receives one line per run. Default: discard.
 	Logger *slog.Logger
+	// Notes is the checkpoint key (Ed25519; KMS ECC_NIST_EDWARDS25519 on AWS). When set,
+	// each run also writes the C2SP checkpoint note of the audit tree,
+	// checkpoints/<size>.note, after checking the tree extends the newest note already
+	// there. Default nil: only the JSON head is written.
+	Notes MessageSigner
+	// Origin names the log in its notes (the first line; the key name). Required with
+	// Notes.
+	Origin string
 }
 
 // Result says what one run did.
@@ -66,6 +74,8 @@ type Result struct {
 	Key     string `json:"key,omitempty"`
 	// Verified is how many entries were checked since the previous checkpoint.
 	Verified int `json:"verified"`
+	// Note is the key of the checkpoint note written, "" when none was.
+	Note string `json:"note,omitempty"`
 }
 
 // Run reads the head; if it is past the last checkpoint, checks every entry since that
@@ -112,7 +122,7 @@ func (w *Writer) Run(ctx context.Context) (Result, error) {
 		if head.Hash != last.Hash {
 			return res, fmt.Errorf("checkpoint: %w: the head %d has hash %s, checkpoint %d says %s", ErrRewritten, head.Seq, head.Hash, last.Seq, last.Hash)
 		}
-		return res, nil
+		return res, w.writeNote(ctx, head, max, page, &res)
 	}
 	// Entries last.Seq (to re-check its hash) .. head.Seq.
 	prev := warrant.Genesis()
@@ -180,11 +190,85 @@ func (w *Writer) Run(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("checkpoint: %w: %s exists and disagrees with the head (%v)", ErrRewritten, res.Key, perr)
 		}
 		log.InfoContext(ctx, "checkpoint already written", slog.Int64("seq", head.Seq))
-		return res, nil
+		return res, w.writeNote(ctx, head, max, page, &res)
 	}
 	res.Written = true
 	log.InfoContext(ctx, "checkpoint written", slog.Int64("seq", head.Seq), slog.String("hash", head.Hash), slog.Int("verified", res.Verified), slog.String("key", res.Key))
-	return res, nil
+	return res, w.writeNote(ctx, head, max, page, &res)
+}
+
+// writeNote writes the C2SP checkpoint note of the tree of head.Seq entries, unless it
+// exists. The tree is rebuilt from every entry (at most max: the chain since the last
+// checkpoint was verified above, and an entry body is a leaf as stored), and must extend
+// the newest note in the bucket: a log key holder's rewrite is never given a note.
+func (w *Writer) writeNote(ctx context.Context, head warrant.AuditHead, max, page int, res *Result) error {
+	if w.Notes == nil || head.Seq == 0 {
+		return nil
+	}
+	key := NoteKey(head.Seq)
+	if _, err := w.Blobs.Get(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("checkpoint: read %s: %w", key, err)
+	}
+	if head.Seq > int64(max) {
+		return fmt.Errorf("checkpoint: the log has %d entries, more than %d to build its tree from; raise MaxRecords", head.Seq, max)
+	}
+	vkey, err := VerifierKey(w.Origin, w.Notes.Public())
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	t := &audit.Tree{}
+	prev := warrant.Genesis()
+	for t.Size() < head.Seq {
+		recs, err := w.Log.AuditRecords(ctx, t.Size(), page)
+		if err != nil {
+			return fmt.Errorf("checkpoint: read audit records after %d: %w", t.Size(), err)
+		}
+		if len(recs) == 0 {
+			return fmt.Errorf("checkpoint: %w: no entry after %d, but the head is %d", ErrRewritten, t.Size(), head.Seq)
+		}
+		for _, r := range recs {
+			if r.Seq > head.Seq {
+				break
+			}
+			if r.Seq != prev.Seq+1 || r.PrevHash != prev.Hash {
+				return fmt.Errorf("checkpoint: %w: entry %d does not follow entry %d", ErrRewritten, r.Seq, prev.Seq)
+			}
+			if h, err := audit.Hash(r.PrevHash, r.Body); err != nil || h != r.Hash {
+				return fmt.Errorf("checkpoint: %w: entry %d: its hash does not match its body", ErrRewritten, r.Seq)
+			}
+			if err := t.Append(r.Body); err != nil {
+				return err
+			}
+			prev = warrant.AuditHead{Seq: r.Seq, Hash: r.Hash}
+		}
+	}
+	if prev != head {
+		return fmt.Errorf("checkpoint: %w: entry %d has hash %s, the head says %s", ErrRewritten, prev.Seq, prev.Hash, head.Hash)
+	}
+	notes, err := LoadNotes(ctx, Store{Blobs: w.Blobs, Name: "bucket"}, vkey, nil)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w: %w", ErrUntrusted, err)
+	}
+	if len(notes) > 0 {
+		if p := CheckTree(t, notes[len(notes)-1:]); len(p) > 0 {
+			return fmt.Errorf("checkpoint: %w: %s", ErrRewritten, p[0].Reason)
+		}
+	}
+	root, err := t.Root(head.Seq)
+	if err != nil {
+		return err
+	}
+	b, err := SignNote(ctx, w.Notes, w.Origin, head.Seq, root)
+	if err != nil {
+		return err
+	}
+	if err := w.Blobs.PutIfAbsent(ctx, key, b); err != nil && !errors.Is(err, blob.ErrConflict) {
+		return fmt.Errorf("checkpoint: write %s: %w", key, err)
+	}
+	res.Note = key
+	return nil
 }
 
 // latest returns the newest genuine checkpoint (Seq 0 when there is none). Files that do

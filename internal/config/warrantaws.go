@@ -32,6 +32,13 @@ type WarrantAWS struct {
 	// write tool definitions (crawl, approvals). Default "": none, and a definition too
 	// large for an item is refused.
 	CatalogBlobBucket string
+	// CheckpointKey is CHECKPOINT_KMS_KEY, the KMS ECC_NIST_EDWARDS25519 key that signs the
+	// C2SP checkpoint notes (template.yaml's CheckpointKey). Read by the checkpoint function.
+	// Default "": only the JSON heads are written.
+	CheckpointKey string
+	// CheckpointOrigin is CHECKPOINT_ORIGIN, the log's origin (first line of its
+	// checkpoints, the key's name). Required with CheckpointKey.
+	CheckpointOrigin string
 	// S3PathStyle is CHECKPOINT_S3_PATH_STYLE=1: address both buckets (checkpoints, catalog
 	// objects) path-style (emulators). Default false (virtual-hosted, as AWS wants).
 	S3PathStyle bool
@@ -89,6 +96,10 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 		errs = append(errs, errors.New("CHECKPOINT_BUCKET is not set: name the S3 bucket for audit checkpoints"))
 	}
 	c.CatalogBlobBucket = catalogBlobBucket(getenv, &errs)
+	c.CheckpointKey, c.CheckpointOrigin = strings.TrimSpace(getenv("CHECKPOINT_KMS_KEY")), strings.TrimSpace(getenv("CHECKPOINT_ORIGIN"))
+	if c.CheckpointKey != "" && (c.CheckpointOrigin == "" || strings.ContainsAny(c.CheckpointOrigin, " \t+")) {
+		errs = append(errs, fmt.Errorf("CHECKPOINT_ORIGIN %q: with CHECKPOINT_KMS_KEY, name the log (a schema-less URL without spaces or '+'; template.yaml sets it)", c.CheckpointOrigin))
+	}
 	switch v := strings.TrimSpace(getenv("CHECKPOINT_S3_PATH_STYLE")); v {
 	case "", "0", "false":
 	case "1", "true":

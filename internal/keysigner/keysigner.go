@@ -140,3 +140,16 @@ func (s *Signer) Sign(ctx context.Context, hash []byte) ([]byte, error) {
 func (s *Signer) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("key_id", s.keyID), slog.String("path", s.path))
 }
+
+// SignMessage signs msg as pure Ed25519 (checkpoint.MessageSigner, the checkpoint key's
+// port): only an Ed25519 key can, since a signed note's verifiers check Ed25519.
+func (s *Signer) SignMessage(ctx context.Context, msg []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	k, ok := s.key.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("key %s is not Ed25519: %w", s.path, signer.ErrUnsupportedKey)
+	}
+	return ed25519.Sign(k, msg), nil
+}

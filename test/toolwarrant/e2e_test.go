@@ -132,7 +132,9 @@ func tw(t *testing.T, bin, dir string, args ...string) run {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOLWARRANT_CATALOG="+filepath.Join(dir, "toolwarrant.db"), "TOOLWARRANT_IDENTITY=e2e@test")
+	// The transparency state (checkpoint key, last seen checkpoint) stays in the test's dir.
+	cmd.Env = append(os.Environ(), "TOOLWARRANT_CATALOG="+filepath.Join(dir, "toolwarrant.db"), "TOOLWARRANT_IDENTITY=e2e@test",
+		"TOOLWARRANT_CONFIG_DIR="+filepath.Join(dir, "config"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -80,7 +80,7 @@ func newStack(t testing.TB) *stack {
 	t.Cleanup(srv.Close)
 	s := &stack{cfg: cfg, dep: dep, mcp: mcp, mcpURL: srv.URL + "/mcp"}
 	s.c = config.WarrantAWS{CatalogTable: table, LogKey: key, CheckpointBucket: bucket, CatalogBlobBucket: dep.BlobBucket,
-		S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3,
+		S3PathStyle: true, CrawlRole: crawlRole, MaxAttempts: 3, CheckpointKey: dep.CheckpointKey, CheckpointOrigin: dep.Origin,
 		DeadlineMargin: time.Second, Servers: []warrant.Server{{Name: "weather", URL: s.mcpURL, AllowPrivate: true}}}
 	return s
 }

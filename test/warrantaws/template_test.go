@@ -137,6 +137,10 @@ func TestTemplatePolicies(t *testing.T) {
 					t.Errorf("%s grants %s", where, a)
 				case strings.HasPrefix(a, "kms:") && strings.Contains(a, "*"):
 					t.Errorf("%s grants the KMS wildcard %s", where, a)
+				case a == "kms:Sign" && where == "CheckpointKey":
+					if !slices.Equal(strs(get(s, "Principal", "AWS")), []string{"!GetAtt CheckpointRole.Arn"}) {
+						t.Errorf("CheckpointKey lets %v sign; only the checkpoint role may", get(s, "Principal"))
+					}
 				case a == "kms:Sign" && (where != "LogKey" || !slices.Equal(strs(get(s, "Principal", "AWS")), signers)):
 					t.Errorf("%s lets %v sign with kms:Sign; only %v may", where, get(s, "Principal"), signers)
 				case a == "dynamodb:UpdateItem" && slices.Contains(strs(s["Resource"]), "!GetAtt CatalogTable.Arn"):
@@ -153,7 +157,7 @@ func TestTemplatePolicies(t *testing.T) {
 				(where != "CrawlRole" || !slices.Equal(res, []string{"!Ref CrawlHeaderSecretArns"})) {
 				t.Errorf("%s reads secrets (%v on %v); only the crawl role may, and only the CrawlHeaderSecretArns", where, actions, res)
 			}
-			if where != "LogKey" && where != "CheckpointBucketPolicy" && get(s, "Effect") == "Allow" && slices.Contains(strs(s["Resource"]), "*") {
+			if where != "LogKey" && where != "CheckpointKey" && where != "CheckpointBucketPolicy" && get(s, "Effect") == "Allow" && slices.Contains(strs(s["Resource"]), "*") {
 				t.Errorf("%s allows %v on every resource", where, actions)
 			}
 		}
@@ -194,6 +198,10 @@ func TestTemplatePolicies(t *testing.T) {
 	key := get(res, "LogKey", "Properties")
 	if get(key, "KeySpec") != "ECC_NIST_P256" || get(key, "KeyUsage") != "SIGN_VERIFY" {
 		t.Errorf("LogKey is %v/%v", get(key, "KeySpec"), get(key, "KeyUsage"))
+	}
+	// The checkpoint key signs C2SP notes: pure Ed25519 (issue 18).
+	if ck := get(res, "CheckpointKey", "Properties"); get(ck, "KeySpec") != "ECC_NIST_EDWARDS25519" || get(ck, "KeyUsage") != "SIGN_VERIFY" {
+		t.Errorf("CheckpointKey is %v/%v, want ECC_NIST_EDWARDS25519/SIGN_VERIFY", get(ck, "KeySpec"), get(ck, "KeyUsage"))
 	}
 	var pub bool
 	for _, s := range all["LogKey"] {
@@ -334,7 +342,7 @@ func TestTemplatePolicies(t *testing.T) {
 		"CrawlFunction": {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY",
 			"TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
 		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
-		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET"},
+		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET", "CHECKPOINT_KMS_KEY", "CHECKPOINT_ORIGIN"},
 	} {
 		if got := env(fn); !slices.Equal(got, want) {
 			t.Errorf("%s environment = %v, want %v", fn, got, want)

@@ -18,7 +18,8 @@ import (
 
 // CheckpointHandler is the checkpoint Lambda's handler: on each scheduled event it runs
 // checkpoint.Writer once (verify the entries since the last checkpoint, sign the head
-// with KMS, put checkpoints/<seq>.json if absent). An error is returned — and the Lambda
+// with KMS, put checkpoints/<seq>.json if absent; with the checkpoint key, also the C2SP
+// note of the audit tree, checkpoints/<size>.note, signed by the KMS Ed25519 key). An error is returned — and the Lambda
 // invocation fails, so the Errors alarm fires, Lambda retries and the event finally lands in
 // the OnFailure queue — when the log does not verify against the last checkpoint or KMS/S3
 // cannot be used; nothing is written then. Every run ends with one EMF line that tells the
@@ -32,6 +33,9 @@ func CheckpointHandler(w *Warrant, log *slog.Logger, m Metrics) (func(context.Co
 		return nil, errors.New("checkpoint: CHECKPOINT_BUCKET is not set")
 	}
 	cw := &checkpoint.Writer{Log: w.Catalog, Signer: w.Signer, Blobs: w.Blobs, Now: w.Now, Logger: log}
+	if w.Notes != nil {
+		cw.Notes, cw.Origin = w.Notes, w.Origin
+	}
 	return func(ctx context.Context, _ any) (checkpoint.Result, error) {
 		res, err := cw.Run(ctx)
 		mismatch, unavailable := checkpointOutcome(err)

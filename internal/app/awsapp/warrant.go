@@ -40,6 +40,10 @@ type Warrant struct {
 	Service *warrant.Service
 	// Blobs is the checkpoint bucket; nil unless CHECKPOINT_BUCKET is set.
 	Blobs *s3blob.Store
+	// Notes is the checkpoint key (CHECKPOINT_KMS_KEY) and Origin the log's origin
+	// (CHECKPOINT_ORIGIN); nil and "" unless set.
+	Notes  *kmssigner.NoteSigner
+	Origin string
 	// Identity is who the service acts as (the crawl role for crawls).
 	Identity string
 	// AWS is the SDK configuration the clients were built on (for more clients).
@@ -74,6 +78,12 @@ func NewWarrant(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, ide
 		if w.Blobs, err = s3blob.New(s3blob.Config{Client: s3.NewFromConfig(awsCfg, opts...), Bucket: c.CheckpointBucket}); err != nil {
 			return nil, err
 		}
+	}
+	if c.CheckpointKey != "" {
+		if w.Notes, err = kmssigner.NewNoteSigner(ctx, kmssigner.Config{Client: kms.NewFromConfig(awsCfg, o.KMS...), KeyID: c.CheckpointKey, Logger: log}); err != nil {
+			return nil, err
+		}
+		w.Origin = c.CheckpointOrigin
 	}
 	log.InfoContext(ctx, "toolwarrant on AWS", slog.Any("config", c), slog.Any("log_key", sig), slog.String("identity", identity))
 	return w, nil

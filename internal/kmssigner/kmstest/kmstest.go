@@ -108,6 +108,9 @@ func serve(w http.ResponseWriter, r *http.Request, log *logrus.Logger) {
 		e.Write(w)
 		return
 	}
+	if serveEd25519(w, target[1], body) {
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h := lkhandler.NewRequestHandler(r, log, db)
 	m := reflect.ValueOf(h).MethodByName(target[1])
@@ -162,6 +165,13 @@ func Options(t testing.TB) func(*kms.Options) {
 func Env(t testing.TB) []string {
 	t.Helper()
 	return []string{"AWS_ENDPOINT_URL_KMS=" + Endpoint(t)}
+}
+
+// CreateCheckpointKey creates an ECC_NIST_EDWARDS25519 SIGN_VERIFY key, shaped like
+// template.yaml's checkpoint key, and schedules its deletion when the test ends.
+func CreateCheckpointKey(t testing.TB, client *kms.Client) string {
+	t.Helper()
+	return CreateOtherKey(t, client, kmstypes.KeySpecEccNistEdwards25519, kmstypes.KeyUsageTypeSignVerify)
 }
 
 // CreateKey creates an ECC_NIST_P256 SIGN_VERIFY key through client and schedules its

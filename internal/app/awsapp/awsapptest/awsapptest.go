@@ -27,6 +27,8 @@ type Deployment struct {
 	// Table, Key, Bucket and BlobBucket are CatalogTable's name, LogKey's ARN,
 	// CheckpointBucket's name and CatalogBlobBucket's name.
 	Table, Key, Bucket, BlobBucket string
+	// CheckpointKey is CheckpointKey's ARN (Ed25519) and Origin the CHECKPOINT_ORIGIN set.
+	CheckpointKey, Origin string
 	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole.
 	Roles map[string]*awstest.Principal
 }
@@ -45,7 +47,10 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 		d.Res[k] = v
 	}
 	d.Table = awstest.CreateTable(t, cfg, "CatalogTable")
-	d.Key = kmstest.CreateKey(t, kms.NewFromConfig(kmstest.Config(t), kmstest.Options(t)))
+	kc := kms.NewFromConfig(kmstest.Config(t), kmstest.Options(t))
+	d.Key = kmstest.CreateKey(t, kc)
+	d.CheckpointKey, d.Origin = kmstest.CreateCheckpointKey(t, kc), "toolwarrant.aws/"+awstest.Account+"/test"
+	d.Res["CheckpointKey"] = d.CheckpointKey
 	d.Bucket = s3test.CreateBucket(t, cfg)
 	d.BlobBucket = s3test.CreateVersionedBucket(t, cfg)
 	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"], d.Res["CatalogBlobBucket"] = d.Table, d.Key, d.Bucket, d.BlobBucket
@@ -53,6 +58,7 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 		d.Roles[role] = awstest.Role(t, role, d.Res)
 	}
 	awstest.ApplyKeyPolicy(t, "LogKey", d.Res)
+	awstest.ApplyKeyPolicy(t, "CheckpointKey", d.Res)
 	return d
 }
 
@@ -77,5 +83,6 @@ func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
 	t.Cleanup(srv.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": srv.URL + "/mcp", "allowPrivate": true}})
 	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
+		"CHECKPOINT_KMS_KEY": d.CheckpointKey, "CHECKPOINT_ORIGIN": d.Origin,
 		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
 }
