@@ -6,21 +6,16 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 	"github.com/agentgate-dev/agentgate/internal/version"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], cli.OSEnv())
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(func(env cli.Env) *cobra.Command { return newRoot(env, defaultDeps()) }) }
 
 // run executes the agentgate command line and returns the exit code.
 func run(ctx context.Context, args []string, env cli.Env) int {

@@ -3,17 +3,7 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/agentgate-dev/agentgate/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, newRoot(cli.OSEnv()), os.Args[1:], cli.OSEnv())
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(newRoot) }

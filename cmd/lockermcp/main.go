@@ -4,18 +4,7 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/agentgate-dev/agentgate/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := cli.OSEnv()
-	code := cli.Run(ctx, newRoot(env), os.Args[1:], env)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(newRoot) }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -66,6 +68,16 @@ func IsTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Main is every binary's main: the process environment, a context that SIGINT and SIGTERM
+// cancel (so in-flight work can finish), the command line run, and the exit code.
+func Main(newRoot func(Env) *cobra.Command) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	env := OSEnv()
+	code := Run(ctx, newRoot(env), os.Args[1:], env)
+	stop()
+	os.Exit(code)
 }
 
 // Run executes root with args and returns the exit code. Errors are printed to env.Stderr as
