@@ -541,23 +541,35 @@ func (c *Catalog) approvals(ctx context.Context, server string) (map[string]map[
 // between them shows in one and not the other (the service re-reads before any write,
 // and every write is check-and-set).
 func (c *Catalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
-	servers, err := c.Servers(ctx)
+	out := []warrant.ToolRecord{}
+	err := c.eachIndex(ctx, func(s warrant.Server, ix *warrant.Index, aps map[string]warrant.ApprovalState) {
+		out = append(out, ix.Records(s.Name, s.LastSourceCrawl, aps)...)
+	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// eachIndex reads the servers (1 Query), the approvals (1 Query) and each server's index
+// (1 GetItem each), and calls fn per server in name order.
+func (c *Catalog) eachIndex(ctx context.Context, fn func(warrant.Server, *warrant.Index, map[string]warrant.ApprovalState)) error {
+	servers, err := c.Servers(ctx)
+	if err != nil {
+		return err
 	}
 	aps, err := c.approvals(ctx, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := []warrant.ToolRecord{}
 	for _, s := range servers {
 		ix, err := c.index(ctx, s.Name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, ix.Records(s.Name, s.LastSourceCrawl, aps[s.Name])...)
+		fn(s, ix, aps[s.Name])
 	}
-	return out, nil
+	return nil
 }
 
 // ServerTools implements warrant.Catalog: one GetItem of the server, one of its index and
@@ -581,21 +593,12 @@ func (c *Catalog) ServerTools(ctx context.Context, server string) ([]warrant.Too
 
 // Proposals implements warrant.Catalog: the servers, their indexes and the approvals.
 func (c *Catalog) Proposals(ctx context.Context) ([]warrant.Proposal, error) {
-	servers, err := c.Servers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	aps, err := c.approvals(ctx, "")
-	if err != nil {
-		return nil, err
-	}
 	out := []warrant.Proposal{}
-	for _, s := range servers {
-		ix, err := c.index(ctx, s.Name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ix.Pending(s.Name, aps[s.Name])...)
+	err := c.eachIndex(ctx, func(s warrant.Server, ix *warrant.Index, aps map[string]warrant.ApprovalState) {
+		out = append(out, ix.Pending(s.Name, aps)...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

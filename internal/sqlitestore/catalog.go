@@ -59,7 +59,6 @@ import (
 	"slices"
 	"time"
 
-	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -263,16 +262,13 @@ func cwrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-			return fmt.Errorf("%s: %w: %v", op, warrant.ErrUnavailable, err)
-		case sqlite3.SQLITE_CONSTRAINT:
-			return fmt.Errorf("%s: %w: %v", op, warrant.ErrConflict, err)
-		case sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%s: %w", op, errCatalogReadOnly)
-		}
+	switch code := sqliteCode(err); {
+	case transient(code):
+		return fmt.Errorf("%s: %w: %v", op, warrant.ErrUnavailable, err)
+	case code == sqlite3.SQLITE_CONSTRAINT:
+		return fmt.Errorf("%s: %w: %v", op, warrant.ErrConflict, err)
+	case code == sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%s: %w", op, errCatalogReadOnly)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

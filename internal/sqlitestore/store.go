@@ -191,19 +191,31 @@ func (s *Store) Close() error {
 // Path returns the database file's absolute path.
 func (s *Store) Path() string { return s.path }
 
+// sqliteCode returns the primary result code of a SQLite error, or 0 for any other error.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// transient reports a SQLite code that means "not now": another writer, a full disk or an
+// I/O error. The pads and the catalog map it to their ports' ErrUnavailable.
+func transient(code int) bool {
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED || code == sqlite3.SQLITE_FULL || code == sqlite3.SQLITE_IOERR
+}
+
 // wrap translates driver errors into the port's sentinels and adds context.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-			return fmt.Errorf("%s: %w: %v", op, locker.ErrUnavailable, err)
-		case sqlite3.SQLITE_CONSTRAINT:
-			return fmt.Errorf("%s: %w: %v", op, locker.ErrConflict, err)
-		}
+	switch code := sqliteCode(err); {
+	case transient(code):
+		return fmt.Errorf("%s: %w: %v", op, locker.ErrUnavailable, err)
+	case code == sqlite3.SQLITE_CONSTRAINT:
+		return fmt.Errorf("%s: %w: %v", op, locker.ErrConflict, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
