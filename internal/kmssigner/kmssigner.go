@@ -107,21 +107,14 @@ func (s *Signer) Sign(ctx context.Context, hash []byte) ([]byte, error) {
 	if len(hash) != sha256.Size {
 		return nil, fmt.Errorf("kmssigner: sign: want a %d-byte hash, got %d bytes", sha256.Size, len(hash))
 	}
-	out, err := s.client.Sign(ctx, &kms.SignInput{
-		KeyId:            aws.String(s.kmsKey),
-		Message:          hash,
-		MessageType:      kmstypes.MessageTypeDigest,
-		SigningAlgorithm: kmstypes.SigningAlgorithmSpecEcdsaSha256,
-	})
+	sig, err := kmsSign(ctx, s.client, s.log, s.kmsKey, hash, kmstypes.MessageTypeDigest, kmstypes.SigningAlgorithmSpecEcdsaSha256)
 	if err != nil {
-		err = classify("sign with "+s.kmsKey, err)
-		s.log.DebugContext(ctx, "kms sign failed", slog.String("key", s.kmsKey), slog.String("error", err.Error()))
 		return nil, err
 	}
-	if err := signer.Verify(s.pub, hash, out.Signature); err != nil {
+	if err := signer.Verify(s.pub, hash, sig); err != nil {
 		return nil, fmt.Errorf("kmssigner: KMS returned a signature that does not verify under key %s: %w", s.keyID, err)
 	}
-	return out.Signature, nil
+	return sig, nil
 }
 
 // LogValue shows the key's identity, never anything else.
@@ -151,4 +144,16 @@ func classify(op string, err error) error {
 		return fmt.Errorf("kmssigner: %s: %w: %v", op, signer.ErrUnavailable, err)
 	}
 	return fmt.Errorf("kmssigner: %s: %v", op, err)
+}
+
+// kmsSign is one KMS Sign call, its error classified (ErrUnavailable for "retry later")
+// and logged at debug level; the caller verifies the signature it returns.
+func kmsSign(ctx context.Context, c API, log *slog.Logger, key string, msg []byte, typ kmstypes.MessageType, alg kmstypes.SigningAlgorithmSpec) ([]byte, error) {
+	out, err := c.Sign(ctx, &kms.SignInput{KeyId: aws.String(key), Message: msg, MessageType: typ, SigningAlgorithm: alg})
+	if err != nil {
+		err = classify("sign with "+key, err)
+		log.DebugContext(ctx, "kms sign failed", slog.String("key", key), slog.String("error", err.Error()))
+		return nil, err
+	}
+	return out.Signature, nil
 }

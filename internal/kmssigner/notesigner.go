@@ -69,21 +69,14 @@ func (s *NoteSigner) SignMessage(ctx context.Context, msg []byte) ([]byte, error
 	if len(msg) > 4096 {
 		return nil, fmt.Errorf("kmssigner: a %d-byte message is over KMS's 4096-byte limit for RAW", len(msg))
 	}
-	out, err := s.client.Sign(ctx, &kms.SignInput{
-		KeyId:            aws.String(s.kmsKey),
-		Message:          msg,
-		MessageType:      kmstypes.MessageTypeRaw,
-		SigningAlgorithm: kmstypes.SigningAlgorithmSpecEd25519Sha512,
-	})
+	sig, err := kmsSign(ctx, s.client, s.log, s.kmsKey, msg, kmstypes.MessageTypeRaw, kmstypes.SigningAlgorithmSpecEd25519Sha512)
 	if err != nil {
-		err = classify("sign with "+s.kmsKey, err)
-		s.log.DebugContext(ctx, "kms sign failed", slog.String("key", s.kmsKey), slog.String("error", err.Error()))
 		return nil, err
 	}
-	if !ed25519.Verify(s.pub, msg, out.Signature) {
+	if !ed25519.Verify(s.pub, msg, sig) {
 		return nil, fmt.Errorf("kmssigner: KMS returned a signature that does not verify under checkpoint key %s", s.kmsKey)
 	}
-	return out.Signature, nil
+	return sig, nil
 }
 
 // LogValue shows the key's identity, never anything else.
