@@ -1,0 +1,13 @@
+import { chromium } from 'playwright-core';
+const browser = await chromium.connectOverCDP(process.env.CDP_URL);
+const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const page = await ctx.newPage();
+page.on('console', (m) => console.log('console:', m.type(), m.text()));
+await page.goto(process.env.REVIEW_URL);
+await page.waitForURL((u) => u.pathname === '/' && !u.search);
+const cards = page.locator('section.card');
+const n = await cards.count();
+for (let i = 0; i < n; i++) await cards.nth(i).screenshot({ path: `${process.env.ARTIFACTS}/card-${i}.png` });
+await page.locator('table.all').screenshot({ path: `${process.env.ARTIFACTS}/all.png` });
+console.log('ok');
+await browser.close();
