@@ -344,6 +344,26 @@ func findings(fs []warrant.TextFinding) []FindingView {
 	return out
 }
 
+// nameOf renders a tool name inside a message: its non-ASCII letters marked, since that
+// is where a look-alike hides.
+func nameOf(name string) Text {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			return nameText(name, true)
+		}
+	}
+	return textOf(name)
+}
+
+// join concatenates texts.
+func join(ts ...Text) Text {
+	var out Text
+	for _, t := range ts {
+		out = append(out, t...)
+	}
+	return out
+}
+
 func textguardVisible(s string) string { return textOf(s).String() }
 
 func lastToken(ptr string) string {
@@ -375,27 +395,34 @@ func movedSince(recs []warrant.AuditRecord) []MovedEntry {
 		}
 		_ = json.Unmarshal(r.Body, &body)
 		e := body.Event
-		var what []string
+		var what []Text
 		if e.Server != "" {
-			what = append(what, "server "+e.Server)
+			what = append(what, textOf("server "+e.Server))
 		}
 		if e.Tool != "" {
-			what = append(what, "tool "+e.Tool)
+			what = append(what, join(textOf("tool "), nameOf(e.Tool)))
 		}
 		if e.Digest != "" {
-			what = append(what, string(e.Digest))
+			what = append(what, textOf(string(e.Digest)))
 		}
 		if e.Crawl != 0 {
 			src := e.Source
 			if src == "" {
 				src = "crawl"
 			}
-			what = append(what, fmt.Sprintf("%s record %d", src, e.Crawl))
+			what = append(what, textOf(fmt.Sprintf("%s record %d", src, e.Crawl)))
 		}
 		if e.Action != "" {
-			what = append(what, "trust list: "+e.Action)
+			what = append(what, textOf("trust list: "+e.Action))
 		}
-		out = append(out, MovedEntry{Seq: r.Seq, Type: r.Type, Actor: textOf(r.Actor), At: r.At.UTC().Format(time.RFC3339), What: textOf(strings.Join(what, ", "))})
+		var about Text
+		for i, w := range what {
+			if i > 0 {
+				about = append(about, Seg{Text: ", "})
+			}
+			about = append(about, w...)
+		}
+		out = append(out, MovedEntry{Seq: r.Seq, Type: r.Type, Actor: textOf(r.Actor), At: r.At.UTC().Format(time.RFC3339), What: about})
 	}
 	return out
 }
@@ -403,21 +430,22 @@ func movedSince(recs []warrant.AuditRecord) []MovedEntry {
 // changedFor says what changed on the tool of shown (the current and approved digests a
 // page showed) in rows (read now).
 func changedFor(shown warrant.ToolRow, rows []warrant.ToolRow) []Text {
-	name := shown.Server + " " + shown.Tool
+	name := join(textOf(shown.Server+" "), nameOf(shown.Tool))
+	say := func(format string, args ...any) Text { return join(name, textOf(fmt.Sprintf(format, args...))) }
 	i := slices.IndexFunc(rows, func(r warrant.ToolRow) bool { return r.Server == shown.Server && r.Tool == shown.Tool })
 	if i < 0 {
-		return []Text{textOf(name + ": no longer in the catalog")}
+		return []Text{say(": no longer in the catalog")}
 	}
 	now := rows[i]
 	var out []Text
 	if now.Current != shown.Current {
-		out = append(out, textOf(fmt.Sprintf("%s: the current version is now %s (the page showed %s)", name, orNone(now.Current), orNone(shown.Current))))
+		out = append(out, say(": the current version is now %s (the page showed %s)", orNone(now.Current), orNone(shown.Current)))
 	}
 	if now.Approved != shown.Approved {
-		out = append(out, textOf(fmt.Sprintf("%s: the approved digest is now %s (the page showed %s)", name, orNone(now.Approved), orNone(shown.Approved))))
+		out = append(out, say(": the approved digest is now %s (the page showed %s)", orNone(now.Approved), orNone(shown.Approved)))
 	}
 	if len(out) == 0 {
-		out = append(out, textOf(fmt.Sprintf("%s: still %s, approved %s; other entries moved the log", name, orNone(now.Current), orNone(now.Approved))))
+		out = append(out, say(": still %s, approved %s; other entries moved the log", orNone(now.Current), orNone(now.Approved)))
 	}
 	return out
 }

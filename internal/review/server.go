@@ -103,6 +103,10 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /static/review.css", h.static("text/css; charset=utf-8", cssFile))
 	h.mux.HandleFunc("GET /static/review.js", h.static("text/javascript; charset=utf-8", jsFile))
 	h.mux.HandleFunc("POST /decide", h.decide)
+	h.mux.HandleFunc("/decide", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		refuse(w, http.StatusMethodNotAllowed, "a decision is a POST from the page's form")
+	})
 	h.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound, "no such page")
@@ -238,9 +242,9 @@ type decision struct {
 	digest       warrant.Digest
 	// current and approved are the tool's digests as the page showed them ("" for none).
 	current, approved warrant.Digest
-	head     warrant.AuditHead
-	accept       bool
-	note         string
+	head              warrant.AuditHead
+	accept            bool
+	note              string
 }
 
 // sameOrigin checks the Origin header (and Sec-Fetch-Site, when the browser sends it).
@@ -352,13 +356,13 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	h.log.InfoContext(ctx, "review: decision recorded", slog.String("decision", string(d.kind)), slog.String("server", d.server),
 		slog.String("tool", d.tool), slog.String("digest", string(d.digest)), slog.String("by", out.Decider), slog.Int64("entry", out.Head.Seq))
 	b := &Banner{Kind: "ok", CardID: cardID(d.server, d.tool)}
-	name := d.server + " " + d.tool
+	name := join(textOf(d.server+" "), nameOf(d.tool))
 	if out.Unchanged {
 		b.Title = "Nothing recorded"
-		b.Message = textOf(fmt.Sprintf("%s: %s is already the approved digest.", name, d.digest))
+		b.Message = join(name, textOf(fmt.Sprintf(": %s is already the approved digest.", d.digest)))
 	} else {
 		b.Title = "Recorded: " + string(d.kind)
-		b.Message = textOf(fmt.Sprintf("%s %s %s as %s, audit entry %d.", d.kind, name, d.digest, out.Decider, out.Head.Seq))
+		b.Message = join(textOf(string(d.kind)+" "), name, textOf(fmt.Sprintf(" %s as %s, audit entry %d.", d.digest, out.Decider, out.Head.Seq)))
 		b.Detail = append(b.Detail, fmt.Sprintf("The signed statement names %s and the audit head %d:%s this page was rendered from.", d.digest, d.head.Seq, d.head.Hash))
 		if d.accept {
 			b.Detail = append(b.Detail, "You accepted its suspicious text; the statement records acceptedSuspicious: true.")
