@@ -93,16 +93,18 @@ request) and exits.` + remoteNote + exitCodes("the page was served until interru
 func (a *app) reviewSource(cmd *cobra.Command, sf *signingFlags, export bool) (src review.Source, where, decider string, done func(), err error) {
 	ctx := cmd.Context()
 	done = func() {}
-	r, err := a.remote(cmd)
-	if err != nil {
-		return nil, "", "", done, err
-	}
-	if r != nil {
+	if a.remoteURL(cmd) != "" {
 		for _, f := range []string{"sign-key", "agent", "ssh-key"} {
 			if cmd.Flags().Changed(f) {
 				return nil, "", "", done, cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
 			}
 		}
+	}
+	r, err := a.remote(cmd)
+	if err != nil {
+		return nil, "", "", done, err
+	}
+	if r != nil {
 		if !export {
 			decider = "your AWS principal (requests to the approvals API are SigV4-signed with your AWS credentials)"
 		}

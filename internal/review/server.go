@@ -439,6 +439,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)
-	<-done
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
 	return err
 }

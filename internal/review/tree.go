@@ -127,7 +127,7 @@ func (b *treeBuilder) node(ptr, key string, o, n any, depth int) Node {
 	case (oIsArr || o == absent) && (nIsArr || n == absent) && (oIsArr || nIsArr):
 		nd.Kind = "array"
 		for i := range max(len(oa), len(na)) {
-			var ov, nv any = absent, absent
+			ov, nv := absent, absent
 			if i < len(oa) {
 				ov = oa[i]
 			}
