@@ -4,7 +4,7 @@
 //
 // Environment: REVIEW_URL (the printed URL, with the token), CDP_URL (chromium's DevTools
 // WebSocket), TW_BIN and TW_CATALOG (to move the audit head from outside the page),
-// ARTIFACTS (screenshots), V1 (get_forecast's first, approved digest), SMUGGLED (the
+// ARTIFACTS (screenshots), REPORT (what `review --out` wrote before the page decided), V1 (get_forecast's first, approved digest), SMUGGLED (the
 // text send_report's tag characters spell).
 //
 // Steps run in order, each printing "ok - NAME"; the first failure saves
@@ -349,9 +349,28 @@ await step('with JavaScript disabled the page loads and still approves', async (
   current = page;
 });
 
+await step('the static report opens styled, with no script and no CSP violation', async () => {
+  const p = await ctx.newPage();
+  current = p;
+  const seen = [];
+  p.on('console', (m) => seen.push(`${m.type()}: ${m.text()}`));
+  await p.goto(`file://${env('REPORT')}`);
+  const r = await p.evaluate(() => ({
+    border: getComputedStyle(document.querySelector('section.card')).borderLeftWidth,
+    scripts: document.scripts.length,
+    forms: document.forms.length,
+    cards: document.querySelectorAll('section.card').length,
+  }));
+  assert.deepEqual(r, { border: '6px', scripts: 0, forms: 0, cards: 6 });
+  assert.deepEqual(seen, []);
+  await p.screenshot({ path: `${ARTIFACTS}/13-report.png` });
+  await p.close();
+  current = page;
+});
+
 await step('the page after every decision', async () => {
   await page.goto(`${ORIGIN}/`);
-  await page.screenshot({ path: `${ARTIFACTS}/13-after.png`, fullPage: true });
+  await page.screenshot({ path: `${ARTIFACTS}/14-after.png`, fullPage: true });
 });
 
 clearTimeout(watchdog);

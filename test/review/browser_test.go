@@ -155,11 +155,13 @@ func TestReviewPageInBrowser(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	report := filepath.Join(artifacts, "report.html")
+	tw(0, "review", "--out", report)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	script := exec.CommandContext(ctx, node, "browser.mjs")
 	script.Dir = filepath.Join(root, "test", "review")
-	script.Env = append(os.Environ(), "REVIEW_URL="+pageURL, "CDP_URL="+cdp, "TW_BIN="+bin, "TW_CATALOG="+catalog, "ARTIFACTS="+artifacts,
+	script.Env = append(os.Environ(), "REVIEW_URL="+pageURL, "CDP_URL="+cdp, "TW_BIN="+bin, "TW_CATALOG="+catalog, "ARTIFACTS="+artifacts, "REPORT="+report,
 		"V1="+string(v1), "SMUGGLED="+smuggled)
 	script.WaitDelay = 5 * time.Second
 	out, err := script.CombinedOutput()
