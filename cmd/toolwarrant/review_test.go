@@ -123,18 +123,17 @@ var (
 	headField = regexp.MustCompile(`name="head" value="([0-9]+:[0-9a-f]{64})"`)
 )
 
-// TestReviewRemote: the page over the approvals API (in process here, over loopback HTTP
-// with SigV4 signing): its decision is recorded by the API's DecideAs with the caller's
-// IAM principal, and a stale page is refused by the API's own head check.
-func TestReviewRemote(t *testing.T) {
-	dir, _ := crawled(t)
-	ctx := t.Context()
-	w, err := localapp.OpenToolwarrant(ctx, localapp.ToolwarrantConfig{Catalog: filepath.Join(dir, "toolwarrant.db"), LogKey: filepath.Join(dir, "toolwarrant.db.logkey"), Identity: "api"})
+const alice = "arn:aws:iam::123456789012:user/alice"
+
+// approvalsAPI serves the approvals API over the catalog in dir on loopback, every signed
+// request attributed to alice's IAM principal (API Gateway's job in a deployment).
+func approvalsAPI(t *testing.T, dir string) (*localapp.Toolwarrant, *httptest.Server) {
+	t.Helper()
+	w, err := localapp.OpenToolwarrant(t.Context(), localapp.ToolwarrantConfig{Catalog: filepath.Join(dir, "toolwarrant.db"), LogKey: filepath.Join(dir, "toolwarrant.db.logkey"), Identity: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	const alice = "arn:aws:iam::123456789012:user/alice"
+	t.Cleanup(func() { w.Close() })
 	api, err := approvalsapi.New(approvalsapi.Config{Service: w.Service, CrawlRole: "arn:aws:iam::123456789012:role/crawl",
 		Caller: func(r *http.Request) approvalsapi.Caller {
 			if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
@@ -146,7 +145,36 @@ func TestReviewRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return w, srv
+}
+
+// TestDecidePrefixRemote: with --remote the approvals API resolves the prefix, and the
+// full digest is what is decided.
+func TestDecidePrefixRemote(t *testing.T) {
+	dir, _ := crawled(t)
+	_, srv := approvalsAPI(t, dir)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDALICE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_PROFILE", "")
+	short := digestOf(t, alerts).Short()
+	r := runCLI(t, dir, nil, "approve", "wx", "get_alerts", "--hash", short, "--remote", srv.URL)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "approved wx get_alerts "+string(digestOf(t, alerts))+" as "+alice) {
+		t.Errorf("approve --remote with a prefix: %s", r)
+	}
+	if r := runCLI(t, dir, nil, "approve", "wx", "get_alerts", "--hash", "00000000", "--remote", srv.URL); r.code != 2 || !strings.Contains(r.stderr, "404") {
+		t.Errorf("approve --remote with an unknown prefix: %s", r)
+	}
+}
+
+// TestReviewRemote: the page over the approvals API (in process here, over loopback HTTP
+// with SigV4 signing): its decision is recorded by the API's DecideAs with the caller's
+// IAM principal, and a stale page is refused by the API's own head check.
+func TestReviewRemote(t *testing.T) {
+	dir, _ := crawled(t)
+	ctx := t.Context()
+	w, srv := approvalsAPI(t, dir)
 	remote, err := approvalsapi.NewRemote(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDALICE", "secret", "")}, srv.URL)
 	if err != nil {
 		t.Fatal(err)
