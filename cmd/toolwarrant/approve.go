@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,10 @@ func (a *app) decideCmd(kind warrant.DecisionKind) *cobra.Command {
 		long = `Approve one exact version of a tool: DIGEST becomes the tool's one approved digest. The
 statement you sign names the server, the tool, the digest, the decision and the audit head
 you read; it is recorded, with your signature, in the same transaction as the approval.
+
+DIGEST is the full digest or a unique prefix of at least 8 hex digits (the 12 that 'list'
+prints will do); it is resolved among the tool's recorded versions, and the statement you
+sign names the full digest, which is printed.
 
 Refused: a digest that is not a recorded version of the tool; a key not on the trust list;
 an approver whose identity crawled that digest (separation of duties: crawl as another
@@ -45,12 +51,11 @@ Your role needs the stack's ApproverPolicyArn.`
 		Use:     use + " (--sign-key FILE | --agent | --remote URL)",
 		Short:   short,
 		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
-		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
+		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a9c1d0b7e --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, tool := args[0], args[1]
-			d, err := warrant.ParseDigest(digest)
-			if err != nil {
+			if err := checkDigestArg(digest); err != nil {
 				return cli.Usage(cmd, "--%s: %v", flag, err)
 			}
 			r, err := a.remote(cmd)
@@ -58,7 +63,7 @@ Your role needs the stack's ApproverPolicyArn.`
 				return err
 			}
 			if r != nil {
-				return a.remoteDecide(cmd, r, kind, server, tool, d, accept, note)
+				return a.remoteDecide(cmd, r, kind, server, tool, digest, accept, note)
 			}
 			ctx := cmd.Context()
 			w, signer, err := a.openSigning(ctx, cmd, &sf)
@@ -66,6 +71,10 @@ Your role needs the stack's ApproverPolicyArn.`
 				return err
 			}
 			defer w.Close()
+			d, err := resolveDigest(ctx, w.Service, server, tool, digest)
+			if err != nil {
+				return failed(err)
+			}
 			res, err := w.Service.DecideAs(ctx, warrant.DecisionRequest{Server: server, Tool: tool, Digest: d, Kind: kind, AcceptSuspicious: accept, Note: note},
 				trust.SSHAttester{Signer: signer, Log: w.Catalog})
 			switch {
@@ -87,12 +96,37 @@ Your role needs the stack's ApproverPolicyArn.`
 			return nil
 		},
 	}
-	c.Flags().StringVar(&digest, flag, "", "the exact `DIGEST` (sha256:…, all 64 hex digits)")
+	c.Flags().StringVar(&digest, flag, "", "the `DIGEST`: sha256:… with all 64 hex digits, or a unique prefix of at least 8 (as 'list' prints it); the statement names the full digest")
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "decide although the version has suspicious text (recorded in the signed statement)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
 	sf.add(c)
 	a.addRemoteFlag(c)
 	return c
+}
+
+// checkDigestArg refuses what can be neither a digest nor a digest prefix: "sha256:"
+// (optional) and 8 to 64 hex digits.
+func checkDigestArg(s string) error {
+	h := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), warrant.DigestPrefix)
+	if len(h) < 8 || len(h) > 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		return fmt.Errorf("%q is not a digest or a prefix of one: give sha256: and at least 8 of its hex digits (toolwarrant list shows 12)", s)
+	}
+	return nil
+}
+
+// resolveDigest returns the full digest that arg (checked by checkDigestArg) names among
+// the recorded versions of the tool. A full digest is returned as it is: the decision use
+// case says whether it is a recorded version.
+func resolveDigest(ctx context.Context, svc *warrant.Service, server, tool, arg string) (warrant.Digest, error) {
+	if d, err := warrant.ParseDigest(arg); err == nil {
+		return d, nil
+	}
+	v, err := svc.Show(ctx, server, tool, arg)
+	if err != nil {
+		// Unknown server or tool, no version with that prefix, or more than one.
+		return "", fmt.Errorf("%w; 'toolwarrant list --json' shows the full digests", err)
+	}
+	return v.Version.Digest, nil
 }
 
 func kind2cmd(k warrant.DecisionKind) string {

@@ -25,7 +25,12 @@ and the digest seen was rejected), REFUSED (the last crawl refused the definitio
 REMOVED (the server's last crawl did not list the tool). Flags: invisible (characters
 that hide or reorder text), confusable (the name looks like another tool's), mixed-script.
 
---pending keeps the tools whose current digest is undecided.` + remoteNote + exitCodes("success", ""),
+--pending keeps the tools whose current digest is undecided.
+
+CURRENT and APPROVED show the first 12 hex digits of each digest. 'approve', 'reject',
+'rollback' and 'show --version' take them as they are (any unique prefix of at least 8
+hex digits); the full digests are in 'list --json', 'show SERVER TOOL --json' and on
+the page of 'toolwarrant review'.` + remoteNote + exitCodes("success", ""),
 		Example: "  toolwarrant list\n  toolwarrant list --pending --json\n  toolwarrant list --pending --remote https://abc123.execute-api.eu-west-1.amazonaws.com",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,7 +84,11 @@ that hide or reorder text), confusable (the name looks like another tool's), mix
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), shortOrDash(r.Approved), grade, flags)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.env.Stderr, "toolwarrant: digests are shortened to 12 hex digits; approve, reject and show --version take them as they are; the full digests: 'toolwarrant list --json', 'toolwarrant show SERVER TOOL --json' or 'toolwarrant review'")
+			return nil
 		},
 	}
 	a.addRemoteFlag(c)

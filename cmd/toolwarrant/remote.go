@@ -85,19 +85,22 @@ func remoteFailed(err error) error {
 // remoteDecide approves, rejects or rolls back d through the approvals API: it reads the
 // graded diff of d (and the audit head with it), refuses suspicious text without
 // acceptSuspicious as the local path does, then records the decision over that head.
-func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warrant.DecisionKind, server, tool string, d warrant.Digest, accept bool, note string) error {
+func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warrant.DecisionKind, server, tool, arg string, accept bool, note string) error {
 	for _, f := range []string{"sign-key", "agent", "ssh-key"} {
 		if cmd.Flags().Changed(f) {
 			return cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
 		}
 	}
 	ctx := cmd.Context()
-	dv, err := r.Diff(ctx, server, tool, "", string(d))
+	// The API resolves a prefix among the tool's versions (as the local catalog does) and
+	// answers the full digest, which is what is decided and attested.
+	dv, err := r.Diff(ctx, server, tool, "", arg)
 	if err != nil {
 		return remoteFailed(err)
 	}
-	if dv.To != d {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: the approvals API answered for %s, not %s; nothing was recorded", server, visible(tool), dv.To, d))
+	d := dv.To
+	if want := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(arg)), warrant.DigestPrefix); !strings.HasPrefix(d.Hex(), want) {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: the approvals API answered for %s, not %s; nothing was recorded", server, visible(tool), d, arg))
 	}
 	if dv.ToInspection.Suspicious() && !accept && kind != warrant.DecisionRejected {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q version %s has %s; read it with 'toolwarrant diff --remote', and pass --accept-suspicious to %s it anyway (recorded)",

@@ -66,7 +66,8 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
   toolwarrant list --pending
   toolwarrant diff weather get_forecast
   toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com
-  toolwarrant approve weather get_forecast --hash sha256:… --sign-key ~/.ssh/id_ed25519`,
+  toolwarrant approve weather get_forecast --hash sha256:… --sign-key ~/.ssh/id_ed25519
+  toolwarrant review --sign-key ~/.ssh/id_ed25519`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -81,6 +82,7 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newEmitCmd(a))
 	root.AddCommand(newVerifyGatewayCmd(a))
+	root.AddCommand(a.reviewCmd())
 	return root
 }
 

@@ -42,6 +42,8 @@ func TestDependencyRules(t *testing.T) {
 			why: "the shared wiring serves lockerd and the pads Lambda alike; adapters are built in localapp and awsapp"},
 		{pkgs: []string{"./internal/approvalsapi"}, banned: []string{"github.com/awslabs/aws-lambda-go-api-proxy", "github.com/aws/aws-lambda-go", "modernc.org/sqlite"},
 			why: "the approvals transport gets its caller from a function of the request; awsapp reads API Gateway's context"},
+		{pkgs: []string{"./internal/review"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/sshsig"},
+			why: "the review page is a transport over a Source: the catalog, the SSH signer and the approvals API client are wired in cmd/toolwarrant"},
 	}
 	var lambdas []string
 	for _, f := range fns {
