@@ -36,13 +36,13 @@ type tap struct {
 	handshake       json.RawMessage // the raw result of initialize or server/discover
 	protocolVersion string
 
-	probeID      jsonrpc.ID
-	probeSent    bool
-	probeDone    bool // answered, or given up on
-	probeGaveUp  bool // given up on: no answer within probeTimeout
-	probeLost    bool // the connection ended while the probe was unanswered
-	injected     chan jsonrpc.Message
-	httpErr      *httpError
+	probeID     jsonrpc.ID
+	probeSent   bool
+	probeDone   bool // answered, or given up on
+	probeGaveUp bool // given up on: no answer within probeTimeout
+	probeLost   bool // the connection ended while the probe was unanswered
+	injected    chan jsonrpc.Message
+	httpErr     *httpError
 }
 
 func newTap(capabilities json.RawMessage, probeTimeout time.Duration) *tap {
