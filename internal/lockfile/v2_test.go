@@ -130,7 +130,9 @@ func TestParseV2Refuses(t *testing.T) {
 		err  string
 	}{
 		{"surface hash", func(s string) string { return strings.Replace(s, p.SurfaceHash, strings.Repeat("0", 64), 1) }, "surfaceHash does not match"},
-		{"digest edited", func(s string) string { return strings.Replace(s, p.Prompts[0].Digest, "sha256:"+strings.Repeat("1", 64), 1) }, "surfaceHash does not match"},
+		{"digest edited", func(s string) string {
+			return strings.Replace(s, p.Prompts[0].Digest, "sha256:"+strings.Repeat("1", 64), 1)
+		}, "surfaceHash does not match"},
 		{"bad digest", func(s string) string { return strings.Replace(s, p.Tools[0].Digest, p.Tools[0].Digest[7:], 1) }, `digest must be "sha256:"`},
 		{"capabilities not an object", func(s string) string {
 			return strings.Replace(s, `"capabilities": {"roots":{"listChanged":true}}`, `"capabilities": []`, 1)
@@ -234,4 +236,3 @@ func TestCompareV2Grades(t *testing.T) {
 		t.Errorf("description diff = %+v", d)
 	}
 }
-
