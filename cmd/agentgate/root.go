@@ -131,6 +131,18 @@ func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
 	return o, nil
 }
 
+// abs resolves path against the working directory.
+func (a *app) abs(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	wd, err := a.deps.getwd()
+	if err != nil {
+		return path
+	}
+	return filepath.Join(wd, path)
+}
+
 // defaultSnapshot is agentgate.snapshot.json for agentgate.lock, X.snapshot.json for X.lock.
 func defaultSnapshot(lock string) string {
 	dir, base := filepath.Split(lock)
@@ -177,6 +189,38 @@ func (a *app) readLockfile(o opts) (lf *lockfile.Lockfile, missing bool, err err
 		a.warnf("%s: %s", a.rel(o.lockfile), w)
 	}
 	return lf, false, nil
+}
+
+// readLockfileV2 reads and parses a version 2 lockfile.
+func (a *app) readLockfileV2(o opts) (*lockfile.LockfileV2, error) {
+	data, err := os.ReadFile(o.lockfile)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	lf, warns, err := lockfile.ParseV2(data)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+	}
+	for _, w := range warns {
+		a.warnf("%s: %s", a.rel(o.lockfile), w)
+	}
+	return lf, nil
+}
+
+// lockfileVersion returns the version of the lockfile, 0 when it does not exist.
+func (a *app) lockfileVersion(o opts) (int, error) {
+	data, err := os.ReadFile(o.lockfile)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	v, err := lockfile.ReadVersion(data)
+	if err != nil {
+		return 0, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+	}
+	return v, nil
 }
 
 // readSnapshot returns the snapshot, or nil if it is missing or unreadable (it only adds
@@ -350,12 +394,12 @@ func (a *app) versionCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]string{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version)})
+				return writeJSON(a.env.Stdout, map[string]any{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version2), "lockfileVersions": lockfile.Versions})
 			}
-			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d)\n", a.deps.version, lockfile.Version)
+			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d; reads versions 1 and 2)\n", a.deps.version, lockfile.Version2)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ...}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ..., \"lockfileVersions\": [...]}")
 	return cmd
 }
