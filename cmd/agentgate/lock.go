@@ -89,11 +89,12 @@ no longer in the config is dropped from the lockfile).` + fmt.Sprintf(exitCodesH
 				return err
 			}
 			var old *lockfile.LockfileV2
-			if existing == lockfile.Version2 {
+			switch existing {
+			case lockfile.Version2:
 				if old, err = a.readLockfileV2(o); err != nil {
 					return err
 				}
-			} else if existing == lockfile.Version {
+			case lockfile.Version:
 				fmt.Fprintf(a.env.Stdout, "upgrading %s from lockfileVersion 1 to 2\n", a.rel(o.lockfile))
 				if server != "" {
 					return cli.Usage(cmd, "upgrade the whole lockfile at once: --server cannot be combined with an upgrade to version 2")

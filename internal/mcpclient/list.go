@@ -424,7 +424,7 @@ func instructionsOf(raw json.RawMessage) (*string, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, nil
+		return nil, fmt.Errorf("the initialize result is not a JSON object")
 	}
 	v, ok := top["instructions"]
 	if !ok || string(v) == "null" {

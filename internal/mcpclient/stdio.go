@@ -65,8 +65,11 @@ func (c *childStdin) Write(p []byte) (int, error) { return c.stdin.Write(p) }
 
 func (c *childStdin) Close() error {
 	_ = c.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
+	done := make(chan struct{})
+	go func() {
+		_ = c.cmd.Wait() // the exit status of a server we are stopping says nothing useful
+		close(done)
+	}()
 	wait := func() bool {
 		select {
 		case <-done:
@@ -95,7 +98,8 @@ type lineFilter struct {
 	logger *slog.Logger
 	server string
 
-	buf []byte // the rest of the current line to hand out
+	buf     []byte // the rest of the current line to hand out
+	pending error  // the read error to return once buf is handed out
 
 	mu      sync.Mutex
 	skipped int
@@ -105,24 +109,21 @@ type lineFilter struct {
 
 func (f *lineFilter) Read(p []byte) (int, error) {
 	for len(f.buf) == 0 {
+		if f.pending != nil {
+			return 0, f.pending
+		}
 		line, err := f.readLine()
-		if len(line) > 0 {
-			trimmed := bytes.TrimSpace(line)
-			switch {
-			case len(trimmed) == 0:
-			case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
-				f.buf = append(trimmed, '\n')
-			default:
-				if serr := f.skip(trimmed); serr != nil {
-					return 0, serr
-				}
+		f.pending = err
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case len(trimmed) == 0:
+		case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
+			f.buf = append(trimmed, '\n')
+		default:
+			if serr := f.skip(trimmed); serr != nil {
+				f.pending = serr
+				return 0, serr
 			}
-		}
-		if err != nil && len(f.buf) == 0 {
-			return 0, err
-		}
-		if err != nil {
-			break
 		}
 	}
 	n := copy(p, f.buf)
