@@ -265,6 +265,7 @@ type listed struct {
 	name  string
 	defs  []lockfile.Definition
 	tools int
+	notes []string
 	err   error
 }
 
@@ -302,6 +303,11 @@ func (a *app) listAll(ctx context.Context, o opts, servers []mcpclient.Server) [
 	if progress {
 		fmt.Fprint(a.env.Stderr, "\r\033[K")
 	}
+	for _, r := range out {
+		for _, n := range r.notes {
+			a.warnf("server %q: %s", r.name, n)
+		}
+	}
 	return out
 }
 
@@ -315,7 +321,7 @@ func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
 	if err != nil {
 		return listed{name: s.Name, err: err}
 	}
-	r := listed{name: s.Name, tools: len(l.Tools)}
+	r := listed{name: s.Name, tools: len(l.Tools), notes: l.Notes}
 	for i, t := range l.Tools {
 		d, err := lockfile.ParseTool(t.Raw)
 		if err != nil {

@@ -110,9 +110,13 @@ type Listing struct {
 	// Prompts, Resources and ResourceTemplates are the raw objects of each list, in the order
 	// served, when Options.Everything was set and the server advertises them.
 	Prompts, Resources, ResourceTemplates []Item
-	// Notes say what the client worked around: lines skipped on stdout, a server/discover
-	// probe without an answer, a server restarted after it exited on the probe.
+	// Notes say what the client worked around that a person should hear about: lines
+	// skipped on stdout, a server restarted after it exited on the server/discover probe.
 	Notes []string
+	// ProbeUnanswered is true when the server did not answer the server/discover probe in
+	// time and was listed with initialize: what the specification expects of a server that
+	// predates MCP 2026-07-28, so not a note.
+	ProbeUnanswered bool
 }
 
 // Item is one prompt, resource or resource template as the server sent it.
@@ -352,7 +356,7 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 	}
 	defer cs.Close()
 	if sent, timedOut, _ := tap.probe(); sent && timedOut {
-		l.Notes = append(l.Notes, probeNote(tap.probeTimeout))
+		l.ProbeUnanswered = true
 	}
 
 	init := cs.InitializeResult()

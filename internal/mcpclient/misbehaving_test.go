@@ -18,19 +18,20 @@ import (
 
 func TestMisbehavingStdioServers(t *testing.T) {
 	tests := []struct {
-		mode      string
-		note      string // a note the listing must carry
-		errSubstr string // "" for a successful listing
+		mode            string
+		note            string // a note the listing must carry
+		probeUnanswered bool
+		errSubstr       string // "" for a successful listing
 	}{
 		// A legacy server that ignores unknown requests: the probe is given up on after
 		// DefaultProbeTimeout and initialize follows on the same connection.
-		{mode: "ignore-unknown", note: "no answer to the server/discover probe within 1s"},
+		{mode: "ignore-unknown", probeUnanswered: true},
 		// One that exits on an unknown method: restarted, then initialize.
 		{mode: "exit-on-unknown", note: "exited when sent the server/discover probe; restarted"},
 		// A startup banner and a stray print on stdout: skipped, logged, counted.
 		{mode: "banner", note: "skipped 3 lines on stdout that are not JSON-RPC (the first: Fake MCP server v1.0 starting...)"},
 		// Everything at once, slowly.
-		{mode: "banner,ignore-unknown,slow=200", note: "skipped 3 lines"},
+		{mode: "banner,ignore-unknown,slow=200", note: "skipped 3 lines", probeUnanswered: true},
 		// Thousands of non-JSON lines: refused, bounded.
 		{mode: "flood", errSubstr: "more than 1000 lines on stdout that are not JSON-RPC (the first: debug line 0)"},
 	}
@@ -58,8 +59,8 @@ func TestMisbehavingStdioServers(t *testing.T) {
 			if len(l.Tools) != 3 || string(l.Tools[0].Raw) != rawTools[0] {
 				t.Errorf("got %d tools: %+v", len(l.Tools), l.Tools)
 			}
-			if !strings.Contains(strings.Join(l.Notes, "\n"), tc.note) {
-				t.Errorf("notes = %q, want one containing %q", l.Notes, tc.note)
+			if !strings.Contains(strings.Join(l.Notes, "\n"), tc.note) || l.ProbeUnanswered != tc.probeUnanswered {
+				t.Errorf("notes = %q, probe unanswered %v; want a note containing %q, probe unanswered %v", l.Notes, l.ProbeUnanswered, tc.note, tc.probeUnanswered)
 			}
 			waitGone(t, l.PID)
 		})
@@ -75,7 +76,7 @@ func TestLegacyProfileSendsInitializeFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 2*time.Second || len(l.Notes) != 0 || l.Profile != "cursor" {
+	if el := time.Since(start); el > 2*time.Second || len(l.Notes) != 0 || l.ProbeUnanswered || l.Profile != "cursor" {
 		t.Errorf("took %v, notes %q, profile %q", el, l.Notes, l.Profile)
 	}
 }

@@ -28,7 +28,7 @@ func TestRealServerToolsDependOnProfile(t *testing.T) {
 			if len(l.Prompts) == 0 || len(l.Resources) == 0 || len(l.ResourceTemplates) == 0 || l.Instructions == nil {
 				t.Errorf("prompts %d, resources %d, templates %d, instructions %v", len(l.Prompts), len(l.Resources), len(l.ResourceTemplates), l.Instructions != nil)
 			}
-			t.Logf("%s: protocol %s, %d tools, %d prompts, %d resources, %d templates, notes %q", p.Name, l.ProtocolVersion, len(l.Tools), len(l.Prompts), len(l.Resources), len(l.ResourceTemplates), l.Notes)
+			t.Logf("%s: protocol %s, %d tools, %d prompts, %d resources, %d templates, notes %q, probe unanswered %v", p.Name, l.ProtocolVersion, len(l.Tools), len(l.Prompts), len(l.Resources), len(l.ResourceTemplates), l.Notes, l.ProbeUnanswered)
 			waitGone(t, l.PID)
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -299,9 +298,4 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *tapConn) Close() error {
 	c.cancel()
 	return c.Connection.Close()
-}
-
-// describe says what the tap saw of the probe, for notes.
-func probeNote(timeout time.Duration) string {
-	return fmt.Sprintf("no answer to the server/discover probe within %s; listed with initialize (MCP %s)", timeout, LegacyProtocolVersion)
 }
