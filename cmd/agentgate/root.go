@@ -38,6 +38,9 @@ type app struct {
 
 	flagConfig, flagLockfile, flagSnapshot string
 	flagTimeout                            time.Duration
+
+	lockJSON bool       // lock --json
+	lockOut  lockResult // what lock did, for --json
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {

@@ -17,6 +17,28 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
 
+// lockResult is lock --json: what was written.
+type lockResult struct {
+	Lockfile          string `json:"lockfile"`
+	LockfileVersion   int    `json:"lockfileVersion"`
+	Written           bool   `json:"written"`
+	Upgraded          bool   `json:"upgraded,omitempty"`
+	Dropped           string `json:"dropped,omitempty"`
+	Servers           int    `json:"servers"`
+	Profiles          int    `json:"profiles,omitempty"`
+	Tools             int    `json:"tools"`
+	Prompts           int    `json:"prompts,omitempty"`
+	Resources         int    `json:"resources,omitempty"`
+	ResourceTemplates int    `json:"resourceTemplates,omitempty"`
+}
+
+// say prints a line of lock's human output (nothing under --json).
+func (a *app) say(format string, args ...any) {
+	if !a.lockJSON {
+		fmt.Fprintf(a.env.Stdout, format, args...)
+	}
+}
+
 // profileFlags are lock's flags that choose the client profiles.
 type profileFlags struct {
 	names           []string
@@ -253,16 +275,29 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 	}
 	what := countsV2(next)
 	prev, _ := os.ReadFile(o.lockfile)
+	upgraded := a.lockOut.Upgraded
+	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version2, Upgraded: upgraded, Servers: len(next.Servers)}
+	for _, s := range next.Servers {
+		for _, p := range s.Profiles {
+			a.lockOut.Profiles++
+			a.lockOut.Tools += len(p.Tools)
+			a.lockOut.Prompts += len(p.Prompts)
+			a.lockOut.Resources += len(p.Resources)
+			a.lockOut.ResourceTemplates += len(p.ResourceTemplates)
+		}
+	}
 	if bytes.Equal(prev, data) {
-		fmt.Fprintf(a.env.Stdout, "%s is up to date: %s\n", a.rel(o.lockfile), what)
+		a.say("%s is up to date: %s\n", a.rel(o.lockfile), what)
 	} else {
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.lockfile), unwrapPath(err)))
 		}
-		fmt.Fprintf(a.env.Stdout, "wrote %s (lockfileVersion 2): %s\n", a.rel(o.lockfile), what)
+		a.lockOut.Written = true
+		a.say("wrote %s (lockfileVersion 2): %s\n", a.rel(o.lockfile), what)
 	}
 	if dropped {
-		fmt.Fprintf(a.env.Stdout, "dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
+		a.lockOut.Dropped = server
+		a.say("dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
 	}
 	if withSnapshot {
 		sdata, err := lockfile.MarshalSnapshotV2(snap)

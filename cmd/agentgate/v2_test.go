@@ -89,6 +89,19 @@ func TestV2LockDiffCI(t *testing.T) {
 	if r := runCLI(t, d, nil, "lock"); r.code != 0 || !strings.Contains(r.stdout, "up to date: 1 server, 2 profiles") {
 		t.Fatalf("second lock = %+v", r)
 	}
+	if r := runCLI(t, d, nil, "lock", "--json"); r.code != 0 || r.stdout != `{
+  "lockfile": "agentgate.lock",
+  "lockfileVersion": 2,
+  "written": false,
+  "servers": 1,
+  "profiles": 2,
+  "tools": 5,
+  "prompts": 2,
+  "resources": 2
+}
+` {
+		t.Fatalf("lock --json = %+v", r)
+	}
 
 	// A title change only: WARNING; --fail-on critical lets it pass, the default fails.
 	w.tools[0] = strings.Replace(w.tools[0], `"Forecast"`, `"Weather"`, 1)
