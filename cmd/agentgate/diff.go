@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 func (a *app) diffCmd() *cobra.Command {
@@ -20,18 +21,27 @@ func (a *app) diffCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "diff",
-		Short: "Show how the live tool surface differs from agentgate.lock",
-		Long: `diff lists every configured server and compares its tools with agentgate.lock: per server,
-the tools added, removed and changed, and for a changed tool which of name, description and
-inputSchema changed. A reworded description is shown word by word ([-old-]{+new+}) when
-agentgate.snapshot.json still holds the locked text, with invisible characters written as
-escapes (\u200b, <U+E0041>) so that they cannot hide. --json prints one JSON document
-instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
+		Short: "Show how the live surface differs from agentgate.lock",
+		Long: `diff lists every configured server and compares it with agentgate.lock.
+
+For a version 2 lockfile it lists each server as every client profile it was locked as and
+grades every change CRITICAL, WARNING or INFO with the rules toolwarrant uses
+(docs/drift-grading.md): a reworded description or instructions, a tool that now says it is
+destructive, a widened schema are CRITICAL; a new tool, a title or _meta change WARNING; a
+removed tool INFO. A reworded description is shown word by word ([-old-]{+new+}) when
+agentgate.snapshot.json holds the locked text; without it a change cannot be graded rule
+by rule and counts as CRITICAL.
+
+For a version 1 lockfile it shows, per server, the tools added, removed and changed, and
+which of name, description and inputSchema changed, as version 1 always has.
+
+Invisible characters are written as escapes (\u200b, <U+E0041>) so that they cannot hide.
+--json prints one JSON document instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
 		Example: `  agentgate diff
   agentgate diff --server filesystem --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.compare(cmd, server, asJSON, false)
+			return a.compare(cmd, server, asJSON, false, "", "")
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "compare only the server `NAME`")
@@ -41,33 +51,78 @@ instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, 
 
 func (a *app) ciCmd() *cobra.Command {
 	var asJSON bool
+	var failOn, sarif string
 	cmd := &cobra.Command{
 		Use:   "ci",
-		Short: "Fail (exit 1) if any server's tool surface drifted from agentgate.lock",
+		Short: "Fail (exit 1) if any server's surface drifted from agentgate.lock",
 		Long: `ci is diff for pipelines: it lists every configured server, compares with agentgate.lock,
-prints one line per drifted tool and exits 1 on drift. A server that cannot be listed is
-an error (exit 2), never a pass. Under GitHub Actions (GITHUB_ACTIONS=true) each drift and
-error is also printed as an ::error annotation on the lockfile line it concerns.` + fmt.Sprintf(exitCodesHelp, "no drift", "drift: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
+prints one line per change and exits 1 on drift. A server that cannot be listed is an
+error (exit 2), never a pass.
+
+With a version 2 lockfile every line carries its grade (CRITICAL, WARNING, INFO), and
+--fail-on LEVEL (env AGENTGATE_FAIL_ON; default info: every change fails) sets the lowest
+grade that fails the build: with --fail-on critical a new tool (WARNING) is reported but
+passes. A version 1 lockfile fails on every change.
+
+--sarif FILE also writes the changes as SARIF 2.1.0 for GitHub code scanning (one result
+per graded change, on the lockfile line of the item). Under GitHub Actions
+(GITHUB_ACTIONS=true) each change is also printed as an annotation on that line: ::error at
+or above --fail-on, ::warning below it.` + fmt.Sprintf(exitCodesHelp, "no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
 		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
-  # as a GitHub Actions step:
-  #   - run: go run github.com/agentgate-dev/agentgate/cmd/agentgate@latest ci`,
+  agentgate ci --fail-on warning --sarif agentgate.sarif
+  # as a GitHub Actions step (action.yml in this repository):
+  #   - uses: agentgate-dev/agentgate@main
+  #     with: {fail-on: warning}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.compare(cmd, "", asJSON, true)
+			level := failOn
+			if !cmd.Flags().Changed("fail-on") {
+				if v := a.env.Getenv("AGENTGATE_FAIL_ON"); v != "" {
+					level = v
+				}
+			}
+			return a.compare(cmd, "", asJSON, true, level, sarif)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json, with failOn and failing)")
+	cmd.Flags().StringVar(&failOn, "fail-on", "info", "the lowest grade that fails: `LEVEL` info, warning or critical (env AGENTGATE_FAIL_ON; version 2 lockfiles)")
+	cmd.Flags().StringVar(&sarif, "sarif", "", "also write the changes as SARIF 2.1.0 to `FILE` (for GitHub code scanning)")
 	return cmd
 }
 
 // compare implements diff and ci.
-func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool) (err error) {
+func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOnFlag, sarifPath string) (err error) {
 	gha := ci && a.env.Getenv("GITHUB_ACTIONS") == "true"
 	o, err := a.resolve(cmd, true)
 	if err != nil {
 		return a.annotateError(gha, err)
 	}
 	defer func() { err = a.annotateError(gha, err) }()
+	failOn := warrant.Info
+	if failOnFlag != "" {
+		var ok bool
+		if failOn, ok = parseFailOn(failOnFlag); !ok {
+			return cli.Usage(cmd, "--fail-on %q is not a grade: use info, warning or critical", failOnFlag)
+		}
+	}
+	if sarifPath != "" {
+		sarifPath = a.abs(sarifPath)
+	}
+
+	version, err := a.lockfileVersion(o)
+	if err != nil {
+		return err
+	}
+	if version == lockfile.Version2 {
+		cfg, err := a.loadConfig(o)
+		if err != nil {
+			return err
+		}
+		return a.compareV2(cmd, o, cfg, server, asJSON, ci, failOn, sarifPath, gha)
+	}
+	if version == lockfile.Version && failOn != warrant.Info {
+		return cli.Usage(cmd, "--fail-on %s needs lockfile version 2: %s is version 1, where every change fails (upgrade it with 'agentgate lock --lockfile-version 2')", strings.ToLower(failOn.String()), a.rel(o.lockfile))
+	}
 
 	locked, missing, err := a.readLockfile(o)
 	if err != nil {
@@ -121,6 +176,12 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool) (err e
 	}
 	if gha {
 		a.annotations(report, o)
+	}
+	if sarifPath != "" {
+		data, _ := os.ReadFile(o.lockfile)
+		if err := a.writeSARIF(sarifPath, findingsV1(report, lockLines(data), a.workspaceRel(o.lockfile), filepath.Base(o.lockfile), a.rel(o.config))); err != nil {
+			return err
+		}
 	}
 	if report.Drift {
 		return cli.Found()

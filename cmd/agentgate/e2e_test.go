@@ -146,7 +146,7 @@ func TestRealServersLockThenCI(t *testing.T) {
 	d := testDeps(dir)
 
 	t0 = time.Now()
-	r := runCLI(t, d, nil, "lock")
+	r := runCLI(t, d, nil, "lock", "--lockfile-version", "1")
 	t.Logf("lock took %v", time.Since(t0))
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "wrote agentgate.lock: 3 servers, ") {
 		t.Fatalf("lock = %+v", r)
@@ -185,7 +185,7 @@ func TestRugPullStdio(t *testing.T) {
 	}}`, jsonStr(bin), jsonStr(state), jsonStr(bin)))
 	d := testDeps(dir)
 
-	if r := runCLI(t, d, nil, "lock"); r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 10 tools\n" {
+	if r := runCLI(t, d, nil, "lock", "--lockfile-version", "1"); r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 10 tools\n" {
 		t.Fatalf("lock = %+v", r)
 	}
 	// The fixture has now been listed once; from here on it serves the reworded description.
@@ -235,7 +235,7 @@ func TestRugPullStreamableHTTP(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "mcp.json"), fmt.Sprintf(`{"servers": {"remote": {"type": "http", "url": %s}}}`, jsonStr(url)))
 	d := testDeps(dir)
-	if r := runCLI(t, d, nil, "lock", "--config", "mcp.json"); r.code != 0 {
+	if r := runCLI(t, d, nil, "lock", "--config", "mcp.json", "--lockfile-version", "1"); r.code != 0 {
 		t.Fatalf("lock = %+v", r)
 	}
 	r := runCLI(t, d, map[string]string{"GITHUB_ACTIONS": "true"}, "ci", "--config", "mcp.json")
@@ -261,7 +261,7 @@ func TestLockGolden(t *testing.T) {
 			writeFile(t, filepath.Join(dir, filepath.FromSlash(rel)), fmt.Sprintf(tmpl, jsonStr(bin)))
 			d := testDeps(dir)
 			for i := range 2 {
-				if r := runCLI(t, d, nil, "lock"); r.code != 0 {
+				if r := runCLI(t, d, nil, "lock", "--lockfile-version", "1"); r.code != 0 {
 					t.Fatalf("lock %d = %+v", i, r)
 				}
 				golden(t, "rugpull.lock.golden", readFile(t, filepath.Join(dir, "agentgate.lock")))

@@ -4,42 +4,129 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
+	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
 
 func (a *app) lockCmd() *cobra.Command {
 	var server string
 	var noSnapshot bool
+	var version int
+	var pf profileFlags
 	cmd := &cobra.Command{
 		Use:   "lock",
 		Short: "List every configured server and write agentgate.lock",
-		Long: `lock starts or connects to every server in the MCP client config, lists its tools
-(following pagination) and writes agentgate.lock: per server a surfaceHash, and per tool
-the SHA-256 of its name, description and canonical (RFC 8785) input schema. It also writes
-agentgate.snapshot.json, the plaintext of what was locked, so that diffs can show the old
-words; commit both.
+		Long: `lock starts or connects to every server in the MCP client config, lists what it offers
+(following pagination) and writes agentgate.lock, with agentgate.snapshot.json beside it:
+the plaintext of what was locked, so that diffs can show the old words and grade each
+change; commit both.
 
-Nothing is written unless every listed server answered. If the surface is unchanged the
-files are left as they are. --server NAME refreshes one server and keeps the others as
-locked (a NAME no longer in the config is dropped from the lockfile).` + fmt.Sprintf(exitCodesHelp, "the lockfile was written or is already up to date", "(not used)"),
+A new lockfile is version 2: per server and client profile, every tool (the SHA-256 of its
+name, description and canonical input schema, and toolwarrant's digest of the whole tool
+object), every prompt, resource and resource template, and the hash of the server's
+instructions. An existing lockfile keeps its version: a version 1 file is rewritten as
+version 1 (tools only: name, description, input schema) until you upgrade it with
+--lockfile-version 2.
+
+Servers can show different tools to different clients, so a version 2 surface is listed as
+a named client: --profile generic (the default), claude-code, vscode or cursor (repeat the
+flag or separate with commas to lock several), or explicit capabilities with --capabilities
+(docs/agentgate.md says what each profile declares). Without --profile, a refresh lists
+every server as the profiles it was locked as.
+
+Nothing is written unless every listing succeeded. If the surface is unchanged the files are
+left as they are. --server NAME refreshes one server and keeps the others as locked (a NAME
+no longer in the config is dropped from the lockfile).` + fmt.Sprintf(exitCodesHelp, "the lockfile was written or is already up to date", "(not used)"),
 		Example: `  agentgate lock
+  agentgate lock --profile generic,vscode
+  agentgate lock --capabilities '{"roots":{},"sampling":{}}' --profile-name my-agent
+  agentgate lock --lockfile-version 2            # upgrade a version 1 lockfile
   agentgate lock --config .vscode/mcp.json --server github`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := a.resolve(cmd, true)
-			if err != nil {
+			if err := a.lockRun(cmd, version, server, noSnapshot, pf); err != nil {
 				return err
 			}
-			return a.lock(cmd, o, server, !noSnapshot)
+			if a.lockJSON {
+				if err := writeJSON(a.env.Stdout, a.lockOut); err != nil {
+					return cli.Exit(cli.ExitUsage, err)
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "refresh only the server `NAME`, keeping the others as locked")
 	cmd.Flags().BoolVar(&noSnapshot, "no-snapshot", false, "do not write the snapshot file")
+	cmd.Flags().BoolVar(&a.lockJSON, "json", false, "print the outcome as one JSON document (fields in docs/agentgate.md)")
+	cmd.Flags().IntVar(&version, "lockfile-version", 0, "write lockfileVersion `N` (1 or 2); default: the existing file's version, 2 for a new file")
+	cmd.Flags().StringArrayVar(&pf.names, "profile", nil, "list as the client `NAME`: generic, claude-code, vscode or cursor (repeatable, or comma-separated; version 2 only)")
+	cmd.Flags().StringVar(&pf.capabilities, "capabilities", "", "also list as a client declaring these ClientCapabilities (a `JSON` object), named by --profile-name")
+	cmd.Flags().StringVar(&pf.profileName, "profile-name", "custom", "the `NAME` of the --capabilities profile in the lockfile")
+	cmd.Flags().StringVar(&pf.protocolVersion, "protocol-version", mcpclient.LegacyProtocolVersion, "the MCP protocol `REVISION` the --capabilities profile offers")
 	return cmd
+}
+
+// lockRun implements lock: it picks the version to write and hands over to the version 1 or
+// version 2 writer.
+func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot bool, pf profileFlags) error {
+	o, err := a.resolve(cmd, true)
+	if err != nil {
+		return err
+	}
+	explicit, err := pf.explicit(cmd)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("lockfile-version") && version != 1 && version != 2 {
+		return cli.Usage(cmd, "--lockfile-version must be 1 or 2")
+	}
+	existing := 0
+	if data, err := os.ReadFile(o.lockfile); err == nil {
+		v, err := lockfile.ReadVersion(data)
+		if err != nil {
+			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+		}
+		existing = v
+	}
+	target := version
+	if target == 0 {
+		target = existing
+	}
+	if target == 0 {
+		target = lockfile.Version2
+	}
+	if target == lockfile.Version {
+		if existing == lockfile.Version2 {
+			return cli.Usage(cmd, "%s is version 2; rewriting it as version 1 would drop what it pins beyond tools (remove it first if that is what you want)", a.rel(o.lockfile))
+		}
+		if explicit != nil {
+			return cli.Usage(cmd, "client profiles need lockfile version 2 (%s is version 1: upgrade it with --lockfile-version 2)", a.rel(o.lockfile))
+		}
+		return a.lock(cmd, o, server, !noSnapshot)
+	}
+	cfg, err := a.loadConfig(o)
+	if err != nil {
+		return err
+	}
+	var old *lockfile.LockfileV2
+	switch existing {
+	case lockfile.Version2:
+		if old, err = a.readLockfileV2(o); err != nil {
+			return err
+		}
+	case lockfile.Version:
+		if server != "" {
+			return cli.Usage(cmd, "upgrade the whole lockfile at once: --server cannot be combined with an upgrade to version 2")
+		}
+		a.lockOut.Upgraded = true
+		a.say("upgrading %s from lockfileVersion 1 to 2\n", a.rel(o.lockfile))
+	}
+	return a.lockV2(cmd, o, cfg, old, server, explicit, !noSnapshot)
 }
 
 func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool) error {
@@ -114,17 +201,20 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		tools += len(s.Tools)
 	}
 	prev, _ := os.ReadFile(o.lockfile)
+	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version, Servers: len(next.Servers), Tools: tools}
 	switch {
 	case bytes.Equal(prev, data):
-		fmt.Fprintf(a.env.Stdout, "%s is up to date: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
+		a.say("%s is up to date: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	default:
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.lockfile), unwrapPath(err)))
 		}
-		fmt.Fprintf(a.env.Stdout, "wrote %s: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
+		a.lockOut.Written = true
+		a.say("wrote %s: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
 	}
 	if dropped {
-		fmt.Fprintf(a.env.Stdout, "dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
+		a.lockOut.Dropped = server
+		a.say("dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
 	}
 	if withSnapshot {
 		sdata, err := lockfile.MarshalSnapshot(snap)

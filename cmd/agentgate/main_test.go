@@ -110,7 +110,9 @@ func TestCommandsWithFakeServers(t *testing.T) {
 	d.list = fakeList(tools)
 	lockPath := filepath.Join(dir, "agentgate.lock")
 
-	r := runCLI(t, d, nil, "lock")
+	// Version 1 as its spec says: a new lockfile is version 2 unless asked for version 1, and
+	// an existing version 1 lockfile stays version 1.
+	r := runCLI(t, d, nil, "lock", "--lockfile-version", "1")
 	if r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 3 tools\n" || r.stderr != "" {
 		t.Fatalf("lock = %+v", r)
 	}
@@ -212,7 +214,7 @@ func TestUsageErrors(t *testing.T) {
 	d := testDeps(dir)
 	d.list = fakeList(nil)
 	writeFile(t, filepath.Join(dir, "ok.json"), `{"mcpServers":{"a":{"command":"a"}}}`)
-	writeFile(t, filepath.Join(dir, "v2.lock"), `{"lockfileVersion": 2, "servers": {}}`)
+	writeFile(t, filepath.Join(dir, "v3.lock"), `{"lockfileVersion": 3, "servers": {}}`)
 	writeFile(t, filepath.Join(dir, "bad.json"), `{"mcpServers":{"a":{"command":"a","url":"https://x.test"}}}`)
 	writeFile(t, filepath.Join(dir, "input.json"), `{"servers":{"gh":{"url":"https://x.test","headers":{"Authorization":"${input:token}"}}}}`)
 	tests := []struct {
@@ -222,7 +224,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"ci"}, nil, "agentgate: no MCP client configuration found: looked for .mcp.json, mcp.json, .vscode/mcp.json, .cursor/mcp.json in " + dir + "; pass --config PATH\n"},
 		{[]string{"ci", "--config", "ok.json"}, nil, "agentgate: agentgate.lock not found; run 'agentgate lock' and commit it\n"},
-		{[]string{"diff", "--config", "ok.json", "--lockfile", "v2.lock"}, nil, "agentgate: v2.lock: lockfileVersion 2 is not supported; this build understands version 1 (upgrade agentgate, or regenerate with agentgate lock)\n"},
+		{[]string{"diff", "--config", "ok.json", "--lockfile", "v3.lock"}, nil, "agentgate: v3.lock: lockfileVersion 3 is not supported; this build understands versions 1 and 2 (upgrade agentgate, or regenerate with agentgate lock)\n"},
 		{[]string{"lock", "--config", "bad.json"}, nil, "agentgate: invalid MCP client configuration: bad.json: server \"a\": has both \"command\" and \"url\"; keep one\n"},
 		{[]string{"lock", "--config", "input.json"}, nil, "agentgate: invalid MCP client configuration: input.json: server \"gh\": headers.Authorization: ${input:token} is a VS Code prompt that cannot be answered here; set AGENTGATE_INPUT_TOKEN to its value\n"},
 		{[]string{"lock"}, map[string]string{"AGENTGATE_CONFIG": "ok.json", "AGENTGATE_TIMEOUT": "soon"}, "agentgate: AGENTGATE_TIMEOUT=\"soon\" is not a duration such as 30s (see 'agentgate lock --help')\n"},
@@ -259,7 +261,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s --help does not document exit codes", cmd)
 		}
 	}
-	if r := runCLI(t, d, nil, "version"); r.code != 0 || r.stdout != "agentgate 0.0.0-test (lockfileVersion 1)\n" {
+	if r := runCLI(t, d, nil, "version"); r.code != 0 || r.stdout != "agentgate 0.0.0-test (lockfileVersion 2; reads versions 1 and 2)\n" {
 		t.Errorf("version = %+v", r)
 	}
 }

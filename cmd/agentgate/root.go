@@ -38,6 +38,9 @@ type app struct {
 
 	flagConfig, flagLockfile, flagSnapshot string
 	flagTimeout                            time.Duration
+
+	lockJSON bool       // lock --json
+	lockOut  lockResult // what lock did, for --json
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {
@@ -131,6 +134,18 @@ func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
 	return o, nil
 }
 
+// abs resolves path against the working directory.
+func (a *app) abs(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	wd, err := a.deps.getwd()
+	if err != nil {
+		return path
+	}
+	return filepath.Join(wd, path)
+}
+
 // defaultSnapshot is agentgate.snapshot.json for agentgate.lock, X.snapshot.json for X.lock.
 func defaultSnapshot(lock string) string {
 	dir, base := filepath.Split(lock)
@@ -179,6 +194,38 @@ func (a *app) readLockfile(o opts) (lf *lockfile.Lockfile, missing bool, err err
 	return lf, false, nil
 }
 
+// readLockfileV2 reads and parses a version 2 lockfile.
+func (a *app) readLockfileV2(o opts) (*lockfile.LockfileV2, error) {
+	data, err := os.ReadFile(o.lockfile)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	lf, warns, err := lockfile.ParseV2(data)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+	}
+	for _, w := range warns {
+		a.warnf("%s: %s", a.rel(o.lockfile), w)
+	}
+	return lf, nil
+}
+
+// lockfileVersion returns the version of the lockfile, 0 when it does not exist.
+func (a *app) lockfileVersion(o opts) (int, error) {
+	data, err := os.ReadFile(o.lockfile)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	v, err := lockfile.ReadVersion(data)
+	if err != nil {
+		return 0, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
+	}
+	return v, nil
+}
+
 // readSnapshot returns the snapshot, or nil if it is missing or unreadable (it only adds
 // detail to diffs, so a problem with it is a warning).
 func (a *app) readSnapshot(o opts) lockfile.Surface {
@@ -221,6 +268,7 @@ type listed struct {
 	name  string
 	defs  []lockfile.Definition
 	tools int
+	notes []string
 	err   error
 }
 
@@ -258,6 +306,11 @@ func (a *app) listAll(ctx context.Context, o opts, servers []mcpclient.Server) [
 	if progress {
 		fmt.Fprint(a.env.Stderr, "\r\033[K")
 	}
+	for _, r := range out {
+		for _, n := range r.notes {
+			a.warnf("server %q: %s", r.name, n)
+		}
+	}
 	return out
 }
 
@@ -271,7 +324,7 @@ func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
 	if err != nil {
 		return listed{name: s.Name, err: err}
 	}
-	r := listed{name: s.Name, tools: len(l.Tools)}
+	r := listed{name: s.Name, tools: len(l.Tools), notes: l.Notes}
 	for i, t := range l.Tools {
 		d, err := lockfile.ParseTool(t.Raw)
 		if err != nil {
@@ -350,12 +403,12 @@ func (a *app) versionCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]string{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version)})
+				return writeJSON(a.env.Stdout, map[string]any{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version2), "lockfileVersions": lockfile.Versions})
 			}
-			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d)\n", a.deps.version, lockfile.Version)
+			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d; reads versions 1 and 2)\n", a.deps.version, lockfile.Version2)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ...}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ..., \"lockfileVersions\": [...]}")
 	return cmd
 }

@@ -25,6 +25,10 @@ type DepositRequest struct {
 	TTLSeconds int
 	// PaymentTxHash, when set, is sent as X-Payment-Proof with the create.
 	PaymentTxHash string
+	// Progress, when set, is called after each acknowledged step (the create, each append,
+	// the seal) with the steps done, the steps in all (len(Blocks)+2) and what was done
+	// ("created the pad", "appended block 2 of 4", "sealed"). It never sees a secret.
+	Progress func(done, total int, message string)
 }
 
 // Deposited is a deposit whose every acknowledgment and seal matched the local chain.
@@ -268,6 +272,13 @@ func (c *Client) Deposit(ctx context.Context, req DepositRequest) (*Deposited, e
 		return nil, fail(e, []string{"create"}, nil, "the daemon answered the create, but its answer did not hold a pad_id, write_key and read_ticket")
 	}
 	acknowledged = append(acknowledged, "create")
+	total := len(req.Blocks) + 2
+	progress := func(done int, msg string) {
+		if req.Progress != nil {
+			req.Progress(done, total, msg)
+		}
+	}
+	progress(1, "created the pad")
 
 	// 2. append every block, checking each acknowledgment against the local chain
 	for i, b := range req.Blocks {
@@ -292,6 +303,7 @@ func (c *Client) Deposit(ctx context.Context, req DepositRequest) (*Deposited, e
 		}
 		acknowledged = append(acknowledged, step)
 		appended++
+		progress(2+i, "appended block "+strconv.Itoa(i)+" ("+strconv.Itoa(i+1)+" of "+strconv.Itoa(len(req.Blocks))+")")
 	}
 
 	// 3. seal, checking state and head
@@ -317,6 +329,7 @@ func (c *Client) Deposit(ctx context.Context, req DepositRequest) (*Deposited, e
 			Detail: "the sealed head does not match the chain this client computed from the bytes it sent"},
 			[]string{"seal"}, &caps, "the daemon's sealed head_hash differs from the head this client computed")
 	}
+	progress(total, "sealed; every acknowledgment matched the local chain")
 	return &Deposited{PadID: caps.PadID, ReadTicket: caps.ReadTicket, HeadHash: head, HeadSource: "locally_computed",
 		ServerHeadHash: *serverHead, Status: *state}, nil
 }

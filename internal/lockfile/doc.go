@@ -1,5 +1,12 @@
-// Package lockfile implements agentgate.lock, version 1: a reviewable pin of the tool
-// surface an agent sees from its MCP servers. For every tool it records SHA-256 hashes of
+// Package lockfile implements agentgate.lock, versions 1 and 2: a reviewable pin of the
+// surface an agent sees from its MCP servers.
+//
+// Version 2 ([LockfileV2], [LockProfile], [ParseV2], [CompareV2], [SnapshotV2]) pins, per
+// server and client profile, every tool (version 1's hashes and toolwarrant's digest of the
+// whole tool object), every prompt, resource and resource template, and the hash of the
+// server's instructions; CompareV2 grades each change with internal/warrant's drift rules.
+// [ReadVersion] says which version a file is. Version 1, below, is unchanged.
+// For every tool it records SHA-256 hashes of
 // the name, the description and the RFC 8785 canonical input schema, and for every server a
 // surfaceHash over all of them — exactly the rules of the lockfile specification, so that
 // any independent implementation reproduces the same bytes.

@@ -131,11 +131,16 @@ func Parse(data []byte) (*Lockfile, []Warning, error) {
 type parser struct {
 	err      error
 	warnings []Warning
+	what     string // "lockfile" when empty
 }
 
 func (p *parser) fail(path, msg string) {
 	if p.err == nil {
-		p.err = fmt.Errorf("%w lockfile: %s %s", ErrInvalid, path, msg)
+		what := p.what
+		if what == "" {
+			what = "lockfile"
+		}
+		p.err = fmt.Errorf("%w %s: %s %s", ErrInvalid, what, path, msg)
 	}
 }
 

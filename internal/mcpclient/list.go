@@ -19,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentgate-dev/agentgate/internal/canon"
 )
 
 // Defaults for [Options].
@@ -46,8 +48,34 @@ type Options struct {
 	MaxTools int
 	// ClientName and ClientVersion are sent as clientInfo. Empty means "agentgate" and "dev".
 	ClientName, ClientVersion string
-	// Logger receives debug logs of the exchange. Nil discards them.
+	// Logger receives debug logs of the exchange, and a warning for every line a stdio
+	// server printed on stdout that is not JSON-RPC. Nil discards them.
 	Logger *slog.Logger
+	// Profile is the client the listing acts as: the protocol revision offered and the
+	// capabilities declared. Nil means the built-in "generic" profile.
+	Profile *Profile
+	// Everything also lists prompts, resources and resource templates (of a server that
+	// advertises them) and keeps the server's instructions. False lists tools only.
+	Everything bool
+	// ProbeTimeout bounds the wait for an answer to the server/discover probe that a
+	// profile offering MCP 2026-07-28 sends first; without one the client falls back to
+	// initialize. Zero means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// MaxSkippedLines bounds the lines a stdio server may print on stdout that are not
+	// JSON-RPC (each is skipped and logged). Zero means DefaultMaxSkippedLines.
+	MaxSkippedLines int
+}
+
+// DefaultProbeTimeout bounds the wait for an answer to server/discover: a server that
+// ignores the unknown request costs this much, not the whole timeout.
+const DefaultProbeTimeout = time.Second
+
+func (o Options) profile() Profile {
+	if o.Profile != nil {
+		return *o.Profile
+	}
+	p, _ := BuiltinProfile(ProfileGeneric)
+	return p
 }
 
 // Tool is one tool object from a tools/list result.
@@ -74,6 +102,30 @@ type Listing struct {
 	ServerName, ServerVersion string
 	// PID is the process ID of a stdio server's child (already stopped when ListTools returns).
 	PID int
+	// Profile is the name of the profile the server was listed as.
+	Profile string
+	// Instructions are the server's instructions from initialize (or server/discover); nil
+	// when it sent none.
+	Instructions *string
+	// Prompts, Resources and ResourceTemplates are the raw objects of each list, in the order
+	// served, when Options.Everything was set and the server advertises them.
+	Prompts, Resources, ResourceTemplates []Item
+	// Notes say what the client worked around that a person should hear about: lines
+	// skipped on stdout, a server restarted after it exited on the server/discover probe.
+	Notes []string
+	// ProbeUnanswered is true when the server did not answer the server/discover probe in
+	// time and was listed with initialize: what the specification expects of a server that
+	// predates MCP 2026-07-28, so not a note.
+	ProbeUnanswered bool
+}
+
+// Item is one prompt, resource or resource template as the server sent it.
+type Item struct {
+	// Key identifies it: a prompt's name, a resource's uri, a template's uriTemplate ("" if
+	// missing or not a string).
+	Key string
+	// Raw is the object exactly as the server sent it.
+	Raw json.RawMessage
 }
 
 // ListTools connects to s, lists all its tools following nextCursor pagination, and
@@ -163,6 +215,25 @@ func unwrapServer(err error) string {
 }
 
 func listStdio(ctx context.Context, s Server, opts Options) (*Listing, error) {
+	l, t, err := listStdioOnce(ctx, s, opts, false)
+	if err == nil || ctx.Err() != nil || !opts.profile().modern() || errors.Is(err, ErrProtocol) {
+		return l, err
+	}
+	// A legacy server may exit on a request it does not know. The specification's stdio
+	// backward-compatibility rule: restart it and use initialize.
+	if sent, _, lost := t.probe(); sent && lost {
+		l2, _, err2 := listStdioOnce(ctx, s, opts, true)
+		if err2 == nil {
+			l2.Notes = append(l2.Notes, "the server exited when sent the server/discover probe; restarted and listed with initialize (MCP "+LegacyProtocolVersion+")")
+			return l2, nil
+		}
+		return l2, err2
+	}
+	return l, err
+}
+
+// listStdioOnce starts s once and lists it; legacy skips the server/discover probe.
+func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*Listing, *tap, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = s.Cwd
 	env := opts.Environ
@@ -180,11 +251,13 @@ func listStdio(ctx context.Context, s Server, opts Options) (*Listing, error) {
 	cmd.WaitDelay = 2 * time.Second
 	setProcessGroup(cmd)
 
-	tap := newTap()
-	transport := &tapTransport{
-		inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second},
-		tap:   tap,
+	maxSkipped := opts.MaxSkippedLines
+	if maxSkipped <= 0 {
+		maxSkipped = DefaultMaxSkippedLines
 	}
+	filter := &lineFilter{max: maxSkipped, logger: opts.logger(), server: s.Name}
+	tap := opts.newTap()
+	transport := &tapTransport{inner: &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}, tap: tap}
 	l := &Listing{Server: s.Name, Transport: TransportStdio}
 	defer func() {
 		if cmd.Process != nil {
@@ -192,16 +265,44 @@ func listStdio(ctx context.Context, s Server, opts Options) (*Listing, error) {
 			killProcessGroup(cmd.Process.Pid)
 		}
 	}()
-	err := list(ctx, s, opts, transport, tap, l)
+	err := list(ctx, s, opts, transport, tap, l, legacy)
+	if n, first := filter.stats(); n > 0 {
+		l.Notes = append(l.Notes, fmt.Sprintf("skipped %d %s on stdout that %s not JSON-RPC (the first: %s)", n, plural(n, "line", "lines"), plural(n, "is", "are"), first))
+	}
+	if ferr := filter.err(); err != nil && ferr != nil {
+		return l, tap, fmt.Errorf("server %q: %w", s.Name, ferr)
+	}
 	if err != nil && cmd.Process == nil {
-		return nil, fmt.Errorf("server %q: %w: cannot start %s: %v", s.Name, ErrUnavailable, s.Command, pathErr(unwrapExec(err)))
+		return nil, tap, fmt.Errorf("server %q: %w: cannot start %s: %v", s.Name, ErrUnavailable, s.Command, pathErr(unwrapExec(err)))
 	}
 	if err != nil && !errors.Is(err, ErrProtocol) {
 		if last := stderr.lastLine(); last != "" {
 			err = fmt.Errorf("%w (server stderr: %s)", err, last)
 		}
 	}
-	return l, err
+	return l, tap, err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+func (o Options) newTap() *tap {
+	probe := o.ProbeTimeout
+	if probe <= 0 {
+		probe = DefaultProbeTimeout
+	}
+	return newTap(o.profile().Capabilities, probe)
 }
 
 func unwrapExec(err error) error {
@@ -213,8 +314,10 @@ func unwrapExec(err error) error {
 }
 
 func listRemote(ctx context.Context, s Server, opts Options, t Transport) (*Listing, error) {
-	tap := newTap()
-	hc := wrapHTTPClient(opts.HTTPClient, s.Headers, tap)
+	// Over HTTP every request gets a status at once, so the probe needs no deadline of its
+	// own (a slow server would otherwise be taken for a legacy one).
+	tap := newTap(opts.profile().Capabilities, 0)
+	hc := wrapHTTPClient(opts.HTTPClient, s, tap)
 	var inner mcp.Transport
 	if t == TransportSSE {
 		inner = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
@@ -222,12 +325,17 @@ func listRemote(ctx context.Context, s Server, opts Options, t Transport) (*List
 		inner = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: 2}
 	}
 	l := &Listing{Server: s.Name, Transport: t}
-	err := list(ctx, s, opts, &tapTransport{inner: inner, tap: tap}, tap, l)
+	err := list(ctx, s, opts, &tapTransport{inner: inner, tap: tap}, tap, l, false)
+	if err != nil && !errors.Is(err, ErrProtocol) {
+		if he := tap.lastHTTPError(); he != nil {
+			err = fmt.Errorf("%w (%s)", err, he)
+		}
+	}
 	return l, err
 }
 
-// list runs the handshake and the paginated tools/list over transport.
-func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, tap *tap, l *Listing) error {
+// list runs the handshake and the paginated list calls over transport.
+func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, tap *tap, l *Listing, legacy bool) error {
 	name, version := opts.ClientName, opts.ClientVersion
 	if name == "" {
 		name = "agentgate"
@@ -235,16 +343,21 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 	if version == "" {
 		version = "dev"
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	profile := opts.profile()
+	l.Profile = profile.Name
+	offered := profile.ProtocolVersion
+	if legacy && profile.modern() {
+		offered = LegacyProtocolVersion
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{Logger: logger})
-	cs, err := client.Connect(ctx, transport, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{Logger: opts.logger()})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: offered})
 	if err != nil {
 		return fmt.Errorf("server %q: %w: %s", s.Name, ErrUnavailable, oneLine(err))
 	}
 	defer cs.Close()
+	if sent, timedOut, _ := tap.probe(); sent && timedOut {
+		l.ProbeUnanswered = true
+	}
 
 	init := cs.InitializeResult()
 	if init != nil {
@@ -253,48 +366,138 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 			l.ServerName, l.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 		}
 	}
-	if init != nil && (init.Capabilities == nil || init.Capabilities.Tools == nil) {
-		return nil // no tools capability: no tools
+	if opts.Everything {
+		instr, err := instructionsOf(tap.handshakeResult())
+		if err != nil {
+			return fmt.Errorf("server %q: %w: %v", s.Name, ErrProtocol, err)
+		}
+		l.Instructions = instr
 	}
+	caps := &mcp.ServerCapabilities{}
+	if init != nil && init.Capabilities != nil {
+		caps = init.Capabilities
+	}
+	p := pager{s: s, cs: cs, tap: tap, maxPages: opts.MaxPages, maxItems: opts.MaxTools}
+	if p.maxPages <= 0 {
+		p.maxPages = DefaultMaxPages
+	}
+	if p.maxItems <= 0 {
+		p.maxItems = DefaultMaxTools
+	}
+	if init == nil || caps.Tools != nil {
+		items, pages, err := p.all(ctx, "tools/list", "tools", "name")
+		if err != nil {
+			return err
+		}
+		l.Pages = pages
+		for _, it := range items {
+			l.Tools = append(l.Tools, Tool{Name: it.Key, Raw: it.Raw})
+		}
+	}
+	if !opts.Everything {
+		return nil
+	}
+	if caps.Prompts != nil {
+		if l.Prompts, _, err = p.all(ctx, "prompts/list", "prompts", "name"); err != nil {
+			return err
+		}
+	}
+	if caps.Resources != nil {
+		if l.Resources, _, err = p.all(ctx, "resources/list", "resources", "uri"); err != nil {
+			return err
+		}
+		l.ResourceTemplates, _, err = p.all(ctx, "resources/templates/list", "resourceTemplates", "uriTemplate")
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+			// Servers with static resources only often leave templates unimplemented.
+			l.ResourceTemplates, err = nil, nil
+			l.Notes = append(l.Notes, "resources/templates/list is not implemented (method not found); no resource templates")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	maxPages, maxTools := opts.MaxPages, opts.MaxTools
-	if maxPages <= 0 {
-		maxPages = DefaultMaxPages
+// instructionsOf reads "instructions" from a raw initialize or discover result, refusing a
+// string that is not valid Unicode (which a decoder would silently repair).
+func instructionsOf(raw json.RawMessage) (*string, error) {
+	if len(raw) == 0 {
+		return nil, nil
 	}
-	if maxTools <= 0 {
-		maxTools = DefaultMaxTools
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("the initialize result is not a JSON object")
 	}
+	v, ok := top["instructions"]
+	if !ok || string(v) == "null" {
+		return nil, nil
+	}
+	if _, err := canon.Transform(v); err != nil || v[0] != '"' {
+		return nil, fmt.Errorf("instructions is not a valid string")
+	}
+	var out string
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, fmt.Errorf("instructions is not a valid string")
+	}
+	return &out, nil
+}
+
+// pager follows nextCursor pagination of one list method.
+type pager struct {
+	s                  Server
+	cs                 *mcp.ClientSession
+	tap                *tap
+	maxPages, maxItems int
+}
+
+// all fetches every page of method and returns the raw objects of member, keyed by the
+// string member key. A JSON-RPC error is returned wrapped, so that callers can inspect its
+// code.
+func (p pager) all(ctx context.Context, method, member, key string) ([]Item, int, error) {
+	var items []Item
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; ; page++ {
-		if page >= maxPages {
-			return fmt.Errorf("server %q: %w: more than %d pages of tools/list", s.Name, ErrProtocol, maxPages)
+		if page >= p.maxPages {
+			return nil, page, fmt.Errorf("server %q: %w: more than %d pages of %s", p.s.Name, ErrProtocol, p.maxPages, method)
 		}
-		if _, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor}); err != nil {
+		var err error
+		switch method {
+		case "tools/list":
+			_, err = p.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		case "prompts/list":
+			_, err = p.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		case "resources/list":
+			_, err = p.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		case "resources/templates/list":
+			_, err = p.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		}
+		if err != nil {
 			var werr *jsonrpc.Error
 			if errors.As(err, &werr) && !transportFailure(err, werr) {
-				return fmt.Errorf("server %q: %w: tools/list failed: %s", s.Name, ErrProtocol, oneLine(err))
+				return nil, page, fmt.Errorf("server %q: %w: %s failed: %w", p.s.Name, ErrProtocol, method, werr)
 			}
-			return fmt.Errorf("server %q: %w: tools/list: %s", s.Name, ErrUnavailable, oneLine(err))
+			return nil, page, fmt.Errorf("server %q: %w: %s: %s", p.s.Name, ErrUnavailable, method, oneLine(err))
 		}
-		raw, ok := tap.takeToolsResult()
+		raw, ok := p.tap.take(method)
 		if !ok {
-			return fmt.Errorf("server %q: %w: tools/list page %d was not seen on the wire", s.Name, ErrProtocol, page+1)
+			return nil, page, fmt.Errorf("server %q: %w: %s page %d was not seen on the wire", p.s.Name, ErrProtocol, method, page+1)
 		}
-		tools, next, err := parseToolsPage(raw)
+		got, next, err := parsePage(raw, member, key)
 		if err != nil {
-			return fmt.Errorf("server %q: %w: tools/list page %d: %v", s.Name, ErrProtocol, page+1, err)
+			return nil, page, fmt.Errorf("server %q: %w: %s page %d: %v", p.s.Name, ErrProtocol, method, page+1, err)
 		}
-		l.Pages++
-		l.Tools = append(l.Tools, tools...)
-		if len(l.Tools) > maxTools {
-			return fmt.Errorf("server %q: %w: more than %d tools", s.Name, ErrProtocol, maxTools)
+		items = append(items, got...)
+		if len(items) > p.maxItems {
+			return nil, page, fmt.Errorf("server %q: %w: more than %d %s", p.s.Name, ErrProtocol, p.maxItems, member)
 		}
 		if next == "" {
-			return nil
+			return items, page + 1, nil
 		}
 		if seen[next] {
-			return fmt.Errorf("server %q: %w: tools/list returned the cursor %q twice", s.Name, ErrProtocol, next)
+			return nil, page, fmt.Errorf("server %q: %w: %s returned the cursor %q twice", p.s.Name, ErrProtocol, method, next)
 		}
 		seen[next] = true
 		cursor = next
@@ -304,25 +507,38 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 // parseToolsPage extracts the raw tool objects and nextCursor of a tools/list result.
 // Keys are matched exactly ("tools", not "Tools"), which encoding/json would not do.
 func parseToolsPage(result json.RawMessage) ([]Tool, string, error) {
+	items, next, err := parsePage(result, "tools", "name")
+	if err != nil {
+		return nil, "", err
+	}
+	tools := make([]Tool, len(items))
+	for i, it := range items {
+		tools[i] = Tool{Name: it.Key, Raw: it.Raw}
+	}
+	return tools, next, nil
+}
+
+// parsePage extracts the raw objects of member and nextCursor from a list result.
+func parsePage(result json.RawMessage, member, key string) ([]Item, string, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(result, &top); err != nil || top == nil {
 		return nil, "", errors.New("the result is not a JSON object")
 	}
 	var raws []json.RawMessage
-	if t, ok := top["tools"]; ok && string(t) != "null" {
+	if t, ok := top[member]; ok && string(t) != "null" {
 		if err := json.Unmarshal(t, &raws); err != nil {
-			return nil, "", errors.New("\"tools\" is not an array")
+			return nil, "", fmt.Errorf("%q is not an array", member)
 		}
 	}
-	tools := make([]Tool, 0, len(raws))
+	items := make([]Item, 0, len(raws))
 	for i, r := range raws {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(r, &obj); err != nil || obj == nil {
-			return nil, "", fmt.Errorf("tools[%d] is not a JSON object", i)
+			return nil, "", fmt.Errorf("%s[%d] is not a JSON object", member, i)
 		}
-		var name string
-		_ = json.Unmarshal(obj["name"], &name)
-		tools = append(tools, Tool{Name: name, Raw: bytes.Clone(r)})
+		var k string
+		_ = json.Unmarshal(obj[key], &k)
+		items = append(items, Item{Key: k, Raw: bytes.Clone(r)})
 	}
 	var next string
 	if c, ok := top["nextCursor"]; ok && string(c) != "null" {
@@ -330,115 +546,14 @@ func parseToolsPage(result json.RawMessage) ([]Tool, string, error) {
 			return nil, "", errors.New("\"nextCursor\" is not a string")
 		}
 	}
-	return tools, next, nil
-}
-
-// tap records, from the messages a session reads, the raw result of every tools/list call
-// and the negotiated protocol version, so that tools are kept exactly as served rather than
-// as the SDK decodes them.
-type tap struct {
-	mu              sync.Mutex
-	toolsIDs        map[jsonrpc.ID]bool
-	initIDs         map[jsonrpc.ID]bool
-	results         []json.RawMessage
-	protocolVersion string
-}
-
-func newTap() *tap {
-	return &tap{toolsIDs: map[jsonrpc.ID]bool{}, initIDs: map[jsonrpc.ID]bool{}}
-}
-
-func (t *tap) wrote(msg jsonrpc.Message) {
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || !req.ID.IsValid() {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch req.Method {
-	case "tools/list":
-		t.toolsIDs[req.ID] = true
-	case "initialize", "server/discover":
-		t.initIDs[req.ID] = true
-	}
-}
-
-func (t *tap) read(msg jsonrpc.Message) {
-	resp, ok := msg.(*jsonrpc.Response)
-	if !ok {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.toolsIDs[resp.ID] {
-		delete(t.toolsIDs, resp.ID)
-		if resp.Error == nil {
-			t.results = append(t.results, bytes.Clone(resp.Result))
-		}
-	}
-	if t.initIDs[resp.ID] {
-		delete(t.initIDs, resp.ID)
-		var r struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		if resp.Error == nil && json.Unmarshal(resp.Result, &r) == nil {
-			t.protocolVersion = r.ProtocolVersion
-		}
-	}
-}
-
-func (t *tap) takeToolsResult() (json.RawMessage, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.results) == 0 {
-		return nil, false
-	}
-	r := t.results[0]
-	t.results = t.results[1:]
-	return r, true
-}
-
-func (t *tap) version() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.protocolVersion
-}
-
-type tapTransport struct {
-	inner mcp.Transport
-	tap   *tap
-}
-
-func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tapConn{Connection: c, tap: t.tap}, nil
-}
-
-type tapConn struct {
-	mcp.Connection
-	tap *tap
-}
-
-func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err == nil {
-		c.tap.read(msg)
-	}
-	return msg, err
-}
-
-func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	c.tap.wrote(msg)
-	return c.Connection.Write(ctx, msg)
+	return items, next, nil
 }
 
 // wrapHTTPClient returns a shallow copy of base (or a new client) whose transport adds the
-// configured headers and, because the tapped connection hides the negotiated version from
-// the SDK's HTTP transport, the MCP-Protocol-Version header.
-func wrapHTTPClient(base *http.Client, headers map[string]string, tap *tap) *http.Client {
+// configured headers, keeps the body of HTTP error responses (redacted) for error messages,
+// and, because the tapped connection hides the negotiated version from the SDK's HTTP
+// transport, adds the MCP-Protocol-Version header.
+func wrapHTTPClient(base *http.Client, s Server, tap *tap) *http.Client {
 	var hc http.Client
 	if base != nil {
 		hc = *base
@@ -447,13 +562,14 @@ func wrapHTTPClient(base *http.Client, headers map[string]string, tap *tap) *htt
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	hc.Transport = &headerTransport{base: rt, headers: headers, tap: tap}
+	hc.Transport = &headerTransport{base: rt, headers: s.Headers, secrets: secretsOf(s), tap: tap}
 	return &hc
 }
 
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	secrets []string
 	tap     *tap
 }
 
@@ -467,7 +583,11 @@ func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set("Mcp-Protocol-Version", v)
 		}
 	}
-	return h.base.RoundTrip(req)
+	resp, err := h.base.RoundTrip(req)
+	if err == nil {
+		captureError(resp, h.secrets, h.tap)
+	}
+	return resp, err
 }
 
 // tailBuffer keeps the last max bytes written to it (a child's stderr).

@@ -45,16 +45,39 @@ var rawTools = []string{
 	`{"name":"third","inputSchema":{"type":"object"}}`,
 }
 
-// fakeServer answers initialize and tools/list (two pages) on stdin/stdout. mode "hang"
-// never answers; mode "exit" prints to stderr and exits at once.
+// fakeServer answers initialize and tools/list (two pages) on stdin/stdout. mode is a
+// comma-separated list of behaviours: "hang" never answers; "exit" prints to stderr and
+// exits at once; the misbehaviours of misbehaving_test.go ("ignore-unknown",
+// "exit-on-unknown", "banner", "flood", "slow=MS") and "everything" (prompts, resources,
+// templates and instructions; the instructions echo the capabilities the client declared).
 func fakeServer(mode string) {
-	switch mode {
-	case "hang":
+	flags := map[string]string{}
+	for _, f := range strings.Split(mode, ",") {
+		k, v, _ := strings.Cut(f, "=")
+		flags[k] = v
+	}
+	if _, ok := flags["hang"]; ok {
 		time.Sleep(60 * time.Second)
 		return
-	case "exit":
+	}
+	if _, ok := flags["exit"]; ok {
 		fmt.Fprintln(os.Stderr, "fatal: FAKE_API_KEY is not set")
 		os.Exit(3)
+	}
+	_, ignoreUnknown := flags["ignore-unknown"]
+	_, exitOnUnknown := flags["exit-on-unknown"]
+	_, banner := flags["banner"]
+	_, everything := flags["everything"]
+	slow, _ := strconv.Atoi(flags["slow"])
+	if banner {
+		fmt.Println("Fake MCP server v1.0 starting...")
+		fmt.Println("")
+		fmt.Println("\x1b[32mready\x1b[0m on stdio")
+	}
+	if _, ok := flags["flood"]; ok {
+		for i := range 5000 {
+			fmt.Printf("debug line %d\n", i)
+		}
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -63,23 +86,50 @@ func fakeServer(mode string) {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
-				Cursor string `json:"cursor"`
+				Cursor       string          `json:"cursor"`
+				Capabilities json.RawMessage `json:"capabilities"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
 			continue
 		}
+		if slow > 0 {
+			time.Sleep(time.Duration(slow) * time.Millisecond)
+		}
 		var result string
 		switch req.Method {
 		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"9.9"}}`
+			caps := `{"tools":{}}`
+			instructions := ""
+			if everything {
+				caps = `{"tools":{},"prompts":{},"resources":{}}`
+				b, _ := json.Marshal(string(req.Params.Capabilities))
+				instructions = `,"instructions":` + string(b)
+			}
+			result = `{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"serverInfo":{"name":"fake","version":"9.9"}` + instructions + `}`
+			if banner {
+				fmt.Println("initialized; serving tools")
+			}
 		case "tools/list":
 			if req.Params.Cursor == "" {
 				result = `{"tools":[` + rawTools[0] + `,` + rawTools[1] + `],"nextCursor":"p2"}`
 			} else {
 				result = `{"tools":[` + rawTools[2] + `]}`
 			}
+		case "prompts/list":
+			result = `{"prompts":[{"name":"greet","description":"Greet someone.","arguments":[{"name":"who","required":true}]}]}`
+		case "resources/list":
+			result = `{"resources":[{"uri":"fake://readme","name":"readme","mimeType":"text/plain","size":12}]}`
+		case "resources/templates/list":
+			result = `{"resourceTemplates":[{"uriTemplate":"fake://doc/{id}","name":"doc"}]}`
 		default:
+			if exitOnUnknown {
+				fmt.Fprintf(os.Stderr, "unknown method %s; exiting\n", req.Method)
+				os.Exit(1)
+			}
+			if ignoreUnknown {
+				continue
+			}
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", req.ID)
 			continue
 		}

@@ -116,8 +116,8 @@ func TestHostileDeposits(t *testing.T) {
 			d := lockertest.New(t, lockertest.Options{})
 			cs := session(t, d.Hostile(tc.rewrite(t)), config.TicketHeader)
 			r := call(t, cs, "locker_deposit", `{"envelope":`+handoffEnvelope+`,"artifacts":["`+marker+` one",{"k":"`+marker+`"}]}`)
-			if r.isError {
-				t.Fatalf("raised: %s", r.text)
+			if !r.isError {
+				t.Fatalf("a failed deposit is not isError: %s", r.text)
 			}
 			if _, ok := r.m["head_hash"]; ok {
 				t.Fatalf("a failed deposit has the success shape: %s", r.text)

@@ -2,12 +2,16 @@
 // (locker_create, locker_append, locker_seal, locker_deposit, locker_manifest,
 // locker_read_blocks) over a verifying lockerclient.Client.
 //
-// Every result is one JSON object (docs/lockermcp.md lists the shapes). Daemon errors are
-// returned as results ({"error": {"status", "detail"}}), not raised; a read that does not
-// verify returns error.kind "verification_failed", its cause, pad_id and the integrity
-// block, and no payload anywhere. Text shown to the model is derived locally from verified
-// bytes. Invalid arguments (and a deposit refused before anything was sent) are tool errors
-// (isError).
+// Every result is one JSON object (docs/lockermcp.md lists the shapes), sent both as
+// structuredContent and as its indented JSON text, and described by the tool's outputSchema.
+// Every failure is isError with the same kind of structured content: daemon errors
+// ({"error": {"status", "detail"}}), a read that does not verify (error.kind
+// "verification_failed", its cause, pad_id and the integrity block, and no payload
+// anywhere), a deposit that did not complete (error and partial), and invalid arguments
+// (error.kind "invalid_arguments"). Text shown to the model is derived locally from
+// verified bytes. locker_deposit sends notifications/progress after each step when the call
+// carries a progress token. Only the tools capability is advertised, and only it is
+// answered.
 //
 // Object and list payloads are encoded as the Python peer's json.dumps does, key order
 // preserved, so a handoff hashes identically through either implementation.

@@ -200,8 +200,10 @@ func TestArgumentErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := call(t, cs, tc.tool, tc.args)
-			if !r.isError || !strings.Contains(r.text, tc.want) {
-				t.Fatalf("isError=%v text=%q, want it to contain %q", r.isError, r.text, tc.want)
+			e, _ := r.m["error"].(map[string]any)
+			detail, _ := e["detail"].(string)
+			if !r.isError || e["kind"] != "invalid_arguments" || !strings.Contains(detail, tc.want) {
+				t.Fatalf("isError=%v error=%v, want kind invalid_arguments and a detail containing %q", r.isError, e, tc.want)
 			}
 		})
 	}

@@ -1,14 +1,18 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/lockerclient"
@@ -58,7 +62,9 @@ type result struct {
 	isError bool
 }
 
-// call invokes a tool with arguments given as JSON text (order preserved).
+// call invokes a tool with arguments given as JSON text (order preserved). Every result,
+// success or failure, must carry structured content that validates against the tool's
+// outputSchema and whose indented JSON is exactly the text content.
 func call(t *testing.T, cs *mcp.ClientSession, name, arguments string) result {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(arguments)})
@@ -72,20 +78,67 @@ func call(t *testing.T, cs *mcp.ClientSession, name, arguments string) result {
 			r.text += tc.Text
 		}
 	}
-	if !res.IsError {
-		raw, err := json.Marshal(res.StructuredContent)
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &r.m); err != nil || r.m == nil {
+		t.Fatalf("%s: structured content: %v (%s)", name, err, raw)
+	}
+	var fromText map[string]any
+	if err := json.Unmarshal([]byte(r.text), &fromText); err != nil {
+		t.Fatalf("%s: text content is not the JSON result: %v", name, err)
+	}
+	if !reflect.DeepEqual(fromText, r.m) {
+		t.Errorf("%s: text and structured content differ:\n%s\n%s", name, r.text, raw)
+	}
+	if _, failed := r.m["error"]; failed != r.isError {
+		t.Errorf("%s: isError=%v but the result %s an error member: %s", name, r.isError, map[bool]string{true: "has", false: "has no"}[failed], r.text)
+	}
+	if err := outputSchemaOf(t, cs, name).Validate(r.m); err != nil {
+		t.Errorf("%s: result does not validate against its outputSchema: %v\n%s", name, err, r.text)
+	}
+	return r
+}
+
+var (
+	schemasMu sync.Mutex
+	schemas   = map[*mcp.ClientSession]map[string]*jsonschema.Schema{}
+)
+
+// outputSchemaOf compiles the outputSchema lockermcp lists for tool name.
+func outputSchemaOf(t *testing.T, cs *mcp.ClientSession, name string) *jsonschema.Schema {
+	t.Helper()
+	schemasMu.Lock()
+	defer schemasMu.Unlock()
+	if m, ok := schemas[cs]; ok {
+		return m[name]
+	}
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*jsonschema.Schema{}
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool.OutputSchema)
+		if err != nil || tool.OutputSchema == nil {
+			t.Fatalf("tool %s has no outputSchema", tool.Name)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal(raw, &r.m); err != nil {
-			t.Fatalf("%s: structured content: %v", name, err)
+		c := jsonschema.NewCompiler()
+		url := "mem://" + tool.Name
+		if err := c.AddResource(url, doc); err != nil {
+			t.Fatal(err)
 		}
-		var fromText map[string]any
-		if err := json.Unmarshal([]byte(r.text), &fromText); err != nil {
-			t.Fatalf("%s: text content is not the JSON result: %v", name, err)
+		if m[tool.Name], err = c.Compile(url); err != nil {
+			t.Fatalf("tool %s outputSchema: %v", tool.Name, err)
 		}
 	}
-	return r
+	schemas[cs] = m
+	return m[name]
 }
 
 // get walks a dotted path (numbers index lists) in a decoded result.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentgate-dev/agentgate/internal/lockerclient"
@@ -49,13 +50,35 @@ func New(cfg Config) (*mcp.Server, error) {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Capabilities: &mcp.ServerCapabilities{},
+		// Tools only: no logging, prompts, resources or completions are advertised, and
+		// requests for them are refused (onlyAdvertised).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, t := range tools {
-		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: json.RawMessage(t.schema),
-			Annotations: t.annotations}, s.handler(t))
+		srv.AddTool(&mcp.Tool{Name: t.name, Title: t.title, Description: t.description, InputSchema: json.RawMessage(t.schema),
+			OutputSchema: json.RawMessage(t.output), Annotations: t.annotations}, s.handler(t))
 	}
+	srv.AddReceivingMiddleware(onlyAdvertised)
 	return srv, nil
+}
+
+// unadvertised are the methods of capabilities lockermcp does not advertise. The SDK would
+// answer some of them (an empty prompts/list); a server must not answer what it did not
+// advertise, so they get "method not found".
+var unadvertised = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true,
+}
+
+func onlyAdvertised(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if unadvertised[method] {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: lockermcp offers tools only (" + method + " is not advertised)"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // obj is a JSON object whose members keep their order.
@@ -103,11 +126,13 @@ type outcome string
 
 type tool struct {
 	name        string
+	title       string
 	description string
 	schema      string
+	output      string // the outputSchema: success and failure shapes alike
 	params      []string
 	annotations *mcp.ToolAnnotations
-	run         func(s *server, ctx context.Context, a *args) (any, outcome, error)
+	run         func(s *server, ctx context.Context, req *mcp.CallToolRequest, a *args) (any, outcome, error)
 }
 
 func (s *server) handler(t tool) mcp.ToolHandler {
@@ -129,14 +154,15 @@ func (s *server) call(ctx context.Context, t tool, req *mcp.CallToolRequest) (*m
 	var result any
 	var oc outcome
 	if err == nil {
-		result, oc, err = t.run(s, ctx, a)
+		result, oc, err = t.run(s, ctx, req, a)
 	}
 	if err != nil {
 		var ae *argError
 		if !errors.As(err, &ae) && !errors.Is(err, lockerclient.ErrPreflight) {
 			return nil, "internal_error", err
 		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.name + ": " + err.Error()}}}, "invalid_arguments", nil
+		result = obj{{"error", obj{{"status", 0}, {"kind", "invalid_arguments"}, {"detail", t.name + ": " + err.Error()}}}}
+		oc = "invalid_arguments"
 	}
 	compact, err := encode(result)
 	if err != nil {
@@ -146,8 +172,35 @@ func (s *server) call(ctx context.Context, t tool, req *mcp.CallToolRequest) (*m
 	if err := json.Indent(&text, compact, "", "  "); err != nil {
 		return nil, "internal_error", fmt.Errorf("%s: indent result: %w", t.name, err)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}},
+	// Every failure (invalid arguments, a daemon error, a failed verification, a deposit
+	// that did not complete) is isError, with the same structured content as text, so that a
+	// generic client or model never takes it for success.
+	return &mcp.CallToolResult{IsError: isFailure(result), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}},
 		StructuredContent: json.RawMessage(compact)}, oc, nil
+}
+
+// isFailure reports whether a result is one of the failure shapes: an object whose first
+// member is "error".
+func isFailure(result any) bool {
+	o, ok := result.(obj)
+	return ok && len(o) > 0 && o[0].k == "error"
+}
+
+// progressReporter returns a function that sends notifications/progress for the call's
+// progress token, or nil when the caller gave none. A notification that cannot be sent is
+// dropped: progress is advice, never a reason to fail a deposit.
+func progressReporter(ctx context.Context, call *mcp.CallToolRequest) func(done, total int, message string) {
+	if call == nil || call.Params == nil || call.Session == nil {
+		return nil
+	}
+	token := call.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return func(done, total int, message string) {
+		_ = call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+			Progress: float64(done), Total: float64(total), Message: message})
+	}
 }
 
 // errorResult turns a client error into the contract's error result.
@@ -177,7 +230,7 @@ func daemonError(de *lockerclient.DaemonError) obj {
 // rawObject is a daemon response returned as the daemon sent it (a JSON object).
 func rawObject(raw json.RawMessage) any { return raw }
 
-func runCreate(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runCreate(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	ttl, err := a.integer("ttl_seconds", true, 0)
 	if err != nil {
 		return nil, "", err
@@ -201,7 +254,7 @@ func runCreate(s *server, ctx context.Context, a *args) (any, outcome, error) {
 	return rawObject(raw), "ok", nil
 }
 
-func runAppend(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runAppend(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	padID, _, err := a.str("pad_id", true, false, "")
 	if err != nil {
 		return nil, "", err
@@ -229,7 +282,7 @@ func runAppend(s *server, ctx context.Context, a *args) (any, outcome, error) {
 	return rawObject(raw), "ok", nil
 }
 
-func runSeal(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runSeal(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	padID, _, err := a.str("pad_id", true, false, "")
 	if err != nil {
 		return nil, "", err
@@ -245,7 +298,7 @@ func runSeal(s *server, ctx context.Context, a *args) (any, outcome, error) {
 	return rawObject(raw), "ok", nil
 }
 
-func runDeposit(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runDeposit(s *server, ctx context.Context, call *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	env, err := a.get("envelope", true, false)
 	if err != nil {
 		return nil, "", err
@@ -278,6 +331,7 @@ func runDeposit(s *server, ctx context.Context, a *args) (any, outcome, error) {
 	if proof != nil {
 		req.PaymentTxHash = *proof
 	}
+	req.Progress = progressReporter(ctx, call)
 	for i, it := range arts.items {
 		p, isJSON, err := payloadBytes(it, fmt.Sprintf("artifact %d", i))
 		if err != nil {
@@ -315,7 +369,7 @@ func depositFailure(e *lockerclient.DepositError) obj {
 	return out
 }
 
-func runManifest(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runManifest(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	padID, _, err := a.str("pad_id", true, false, "")
 	if err != nil {
 		return nil, "", err
@@ -378,7 +432,7 @@ type blockOut struct {
 	PayloadUTF8Source string            `json:"payload_utf8_source"`
 }
 
-func runReadBlocks(s *server, ctx context.Context, a *args) (any, outcome, error) {
+func runReadBlocks(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
 	padID, _, err := a.str("pad_id", true, false, "")
 	if err != nil {
 		return nil, "", err

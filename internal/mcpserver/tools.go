@@ -1,6 +1,10 @@
 package mcpserver
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 const instructions = "Padlock: append-only, tamper-evident pads for agent-to-agent handoff. Block 0 of a pad is a " +
 	"locker.handoff.v1 envelope. The read tools walk and recompute the whole hash chain in this client " +
@@ -22,11 +26,28 @@ func rw() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: &f, OpenWorldHint: &f}
 }
 
+// Output schemas describe the success and the failure shape of each tool alike: a failure
+// (isError) carries the same kind of structured content, an object whose "error" says what
+// failed. Members are described but not required, since a failure has only some of them.
+const (
+	errorOut = `"error":{"type":"object","description":"Present only on failure (isError true): status (the daemon's HTTP status, 0 when the failure is this client's), kind, cause, detail; challenge for a 402.",` +
+		`"properties":{"status":{"type":"integer"},"kind":{"type":"string"},"cause":{"type":"string"},"detail":{"type":"string"},"challenge":{"type":"object"}}}`
+	integrityOut = `"integrity":{"type":"object","description":"What was established about the bytes: verdict trusted_head_match, internal_consistency_only, not_checked or failed."}`
+	padIDOut     = `"pad_id":{"type":["string","null"]}`
+	hex64Out     = `{"type":"string","pattern":"^[0-9a-f]{64}$"}`
+)
+
+func outputSchema(members ...string) string {
+	return `{"type":"object","properties":{` + strings.Join(append(members, errorOut), ",") + `}}`
+}
+
 const hashSchema = `{"type":"string","description":"A 64-character lowercase hex sha256 head you obtained outside this daemon (e.g. the head_hash locker_deposit returned). Malformed values fail verification; never pass a head read from this daemon."}`
 
 var tools = []tool{
 	{
-		name: "locker_create",
+		name:   "locker_create",
+		title:  "Create a pad",
+		output: outputSchema(padIDOut, `"write_key":{"type":"string","description":"Secret."}`, `"read_ticket":{"type":"string","description":"Secret."}`),
 		description: "Create a pad. Returns the daemon's response as sent: pad_id, write_key (the only key that can " +
 			"append to or seal the pad) and read_ticket (a read_once ticket: a read lease). All three are secrets; keep " +
 			"them out of logs and reports. Call it alone and wait for its result: every later append and seal needs the " +
@@ -39,7 +60,9 @@ var tools = []tool{
 		params: []string{"ttl_seconds", "max_blocks", "payment_tx_hash"}, annotations: rw(), run: runCreate,
 	},
 	{
-		name: "locker_append",
+		name:   "locker_append",
+		title:  "Append one block",
+		output: outputSchema(padIDOut, `"seq":{"type":"integer"}`, `"curr_hash":`+hex64Out),
 		description: "Append ONE block to a pad with its write_key. Block 0 must be a locker.handoff.v1 envelope object: " +
 			"schema='locker.handoff.v1', task_id, from_agent, to_agent (non-empty strings), constraints (list of strings), " +
 			"artifacts (list of objects), budget_usd (number or null), optionally allowed_paths (list of strings or null). " +
@@ -53,7 +76,9 @@ var tools = []tool{
 		params: []string{"pad_id", "write_key", "payload", "content_type"}, annotations: rw(), run: runAppend,
 	},
 	{
-		name: "locker_seal",
+		name:   "locker_seal",
+		title:  "Seal a pad",
+		output: outputSchema(padIDOut, `"state":{"type":"string"}`, `"head_hash":`+hex64Out),
 		description: "Seal a pad with its write_key; later appends are refused. The returned head_hash is the daemon's " +
 			"assertion for the pad it sealed, not a head this client computed (it does not hold the pad's chain). Use " +
 			"locker_deposit when you need a head computed here from the bytes you sent.",
@@ -62,7 +87,9 @@ var tools = []tool{
 		params: []string{"pad_id", "write_key"}, annotations: rw(), run: runSeal,
 	},
 	{
-		name: "locker_deposit",
+		name:   "locker_deposit",
+		title:  "Deposit a whole handoff",
+		output: outputSchema(padIDOut, `"read_ticket":{"type":"string","description":"Secret."}`, `"head_hash":`+hex64Out, `"head_source":{"type":"string"}`, `"server_head_hash":{"type":"string"}`, `"status":{"type":"string"}`, `"partial":{"type":"object","description":"On failure: what was acknowledged, what is uncertain, and the pad's capabilities when they were received (a secret)."}`, integrityOut),
 		description: "Deposit a whole handoff: create a pad, append the envelope as block 0 and each artifact as a block " +
 			"(an object or list as JSON, a string as text), then seal. This is a SEQUENCE of separate requests, not one " +
 			"transaction: each commits on its own. Everything is encoded and checked locally before the pad is created " +
@@ -82,7 +109,9 @@ var tools = []tool{
 		params: []string{"envelope", "artifacts", "ttl_seconds", "payment_tx_hash"}, annotations: rw(), run: runDeposit,
 	},
 	{
-		name: "locker_manifest",
+		name:   "locker_manifest",
+		title:  "Read a pad's manifest",
+		output: outputSchema(padIDOut, `"state":{"type":"string"}`, `"block_count":{"type":"integer"}`, `"total_bytes":{"type":"integer"}`, `"head_hash":{"type":["string","null"]}`, integrityOut, `"head_provenance":{"type":"object"}`),
 		description: "Read a pad's manifest: state, block_count, total_bytes, sealed_at, head_hash, created_at, " +
 			"expires_at, all asserted by the daemon. With a read ticket, the whole chain is also walked and recomputed and " +
 			"the integrity block reports it; without one, integrity.verdict is 'not_checked'. Pass expected_head_hash (a head " +
@@ -98,7 +127,9 @@ var tools = []tool{
 		params: []string{"pad_id", "ticket", "expected_head_hash"}, annotations: ro(), run: runManifest,
 	},
 	{
-		name: "locker_read_blocks",
+		name:   "locker_read_blocks",
+		title:  "Read verified blocks",
+		output: outputSchema(padIDOut, `"from":{"type":"integer"}`, `"to":{"type":"integer"}`, `"count":{"type":"integer"}`, `"total_blocks":{"type":"integer"}`, integrityOut, `"blocks":{"type":"array","items":{"type":"object","properties":{"seq":{"type":"integer"},"prev_hash":{"type":"string"},"curr_hash":{"type":"string"},"payload_b64":{"type":"string"},"payload_utf8":{"type":["string","null"]},"created_at":{"type":["integer","null"]},"payload_utf8_source":{"type":"string"}}}}`),
 		description: "Read blocks with a read ticket. Defaults to block 0 (the envelope): read it first, then call again " +
 			"with from_block=1 and a larger to_block. The WHOLE chain is always fetched and recomputed from genesis before " +
 			"the slice is returned, and the result carries an integrity block. Pass expected_head_hash (a head you obtained " +

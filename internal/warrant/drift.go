@@ -77,6 +77,16 @@ const (
 	RuleSchemaNarrowed           Rule = "schema-narrowed"
 	RuleSchemaEquivalent         Rule = "schema-equivalent"
 	RuleIconsChanged             Rule = "icons-changed"
+
+	// Rules for the rest of a server's surface (surfacedrift.go): instructions, prompts,
+	// resources and resource templates, and anything removed.
+	RuleInstructionsChanged        Rule = "instructions-changed"
+	RuleArgumentDescriptionChanged Rule = "argument-description-changed"
+	RuleHeaderMirrorChanged        Rule = "x-mcp-header-changed"
+	RuleNewPrompt                  Rule = "new-prompt"
+	RuleNewResource                Rule = "new-resource"
+	RuleArgumentChanged            Rule = "argument-changed"
+	RuleRemoved                    Rule = "removed"
 )
 
 // RuleInfo describes one rule.
@@ -90,16 +100,22 @@ type RuleInfo struct {
 // Rules lists every rule with its severity, most severe first; docs/drift-grading.md has a
 // row for each (a test checks it).
 var Rules = []RuleInfo{
-	{RuleDescriptionChanged, Critical, "the tool's description was added, removed or reworded"},
+	{RuleDescriptionChanged, Critical, "the description of a tool, prompt, resource or resource template was added, removed or reworded"},
+	{RuleInstructionsChanged, Critical, "the server's instructions (from initialize) were added, removed or reworded"},
 	{RuleSchemaDescriptionChanged, Critical, "a description inside inputSchema or outputSchema was added, removed or reworded"},
+	{RuleArgumentDescriptionChanged, Critical, "a prompt argument's description was added, removed or reworded"},
 	{RuleSuspiciousTextAdded, Critical, "a string or member name gained invisible, bidi, tag, control or escape characters"},
 	{RuleConfusableName, Critical, "a new tool's name is confusable (UTS #39 skeleton) with another tool's name"},
 	{RuleMixedScriptName, Critical, "a new tool's name mixes writing systems (UTS #39 §5.1)"},
 	{RuleAnnotationTowardDanger, Critical, "readOnlyHint true→false, destructiveHint false→true, idempotentHint true→false or openWorldHint false→true (defaults applied)"},
-	{RuleRequiredAdded, Critical, "a property became required"},
+	{RuleRequiredAdded, Critical, "a property or a prompt argument became required"},
 	{RuleAdditionalWidened, Critical, "additionalProperties or unevaluatedProperties accepts more than before"},
 	{RuleTypeWidened, Critical, "a schema accepts more types or values: type widened or removed, anyOf/oneOf gained a branch, a boolean schema opened"},
 	{RuleNewTool, Warning, "a tool not seen before on this server"},
+	{RuleNewPrompt, Warning, "a prompt not seen before on this server"},
+	{RuleNewResource, Warning, "a resource or resource template not seen before on this server"},
+	{RuleHeaderMirrorChanged, Warning, "an x-mcp-header marking in inputSchema was added, removed or changed: which argument is copied into an HTTP header (MCP 2026-07-28)"},
+	{RuleArgumentChanged, Warning, "a prompt argument was added (optional), removed, or changed in a way no other rule classifies"},
 	{RuleSchemaChanged, Warning, "any other inputSchema or outputSchema change: a property or keyword added, removed or changed"},
 	{RuleMetaChanged, Warning, "_meta changed"},
 	{RuleTitleChanged, Warning, "title or annotations.title changed"},
@@ -108,8 +124,9 @@ var Rules = []RuleInfo{
 	{RuleAnnotationTowardSafety, Info, "a hint flipped toward safety (the reverse of annotation-toward-danger)"},
 	{RuleAnnotationRestated, Info, "a hint now states, or no longer states, its default: the effective value is unchanged"},
 	{RuleSchemaNarrowed, Info, "a schema accepts less than before: type narrowed, additionalProperties closed, anyOf lost a branch"},
-	{RuleSchemaEquivalent, Info, "the same types or required names, reordered or repeated"},
+	{RuleSchemaEquivalent, Info, "the same types, required names or prompt arguments, reordered or repeated"},
 	{RuleIconsChanged, Info, "icons changed"},
+	{RuleRemoved, Info, "a tool, prompt, resource or resource template is no longer served"},
 }
 
 // SeverityOf returns the severity of rule r.

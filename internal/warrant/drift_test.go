@@ -140,6 +140,12 @@ var driftCases = []struct {
 	{name: "schema-equivalent", rule: RuleSchemaEquivalent, pointer: "/inputSchema/required", grade: Info,
 		old: func(m map[string]any) { obj(m, "inputSchema")["required"] = []any{"city", "days"} },
 		new: func(m map[string]any) { obj(m, "inputSchema")["required"] = []any{"days", "city"} }},
+	{name: "x-mcp-header-changed", rule: RuleHeaderMirrorChanged, pointer: "/inputSchema/properties/city/x-mcp-header", grade: Warning,
+		new: func(m map[string]any) { obj(m, "inputSchema", "properties", "city")["x-mcp-header"] = "City" }},
+	{name: "x-mcp-header-with-new-property", rule: RuleHeaderMirrorChanged, pointer: "/inputSchema/properties/token/x-mcp-header", grade: Critical,
+		new: func(m map[string]any) {
+			obj(m, "inputSchema", "properties")["token"] = map[string]any{"type": "string", "x-mcp-header": "Token", "description": "Your API token."}
+		}},
 	{name: "icons-changed", rule: RuleIconsChanged, pointer: "/icons", grade: Info,
 		new: func(m map[string]any) { m["icons"] = []any{map[string]any{"src": "https://example.com/j.png"}} }},
 }
@@ -194,6 +200,11 @@ func TestEveryRuleHasACase(t *testing.T) {
 	for _, ri := range Rules {
 		ok := false
 		for _, tc := range driftCases {
+			if tc.rule == ri.Rule && tc.name == string(ri.Rule) {
+				ok = true
+			}
+		}
+		for _, tc := range itemCases {
 			if tc.rule == ri.Rule && tc.name == string(ri.Rule) {
 				ok = true
 			}

@@ -115,6 +115,8 @@ func (g *grader) schemaObject(ptr string, om, nm map[string]any) {
 			g.schema(p, o, n)
 		case "anyOf", "oneOf", "allOf", "prefixItems":
 			g.schemaList(p, k, o, n)
+		case "x-mcp-header":
+			g.add(RuleHeaderMirrorChanged, kindOf(o, n), p, o, n, fmt.Sprintf("x-mcp-header %s: under MCP 2026-07-28 the client copies this argument into the HTTP header Mcp-Param-%v, where proxies and logs see it", verb(o, n), headerName(o, n)))
 		default:
 			g.add(RuleSchemaChanged, kindOf(o, n), p, o, n, fmt.Sprintf("keyword %q %s", k, verb(o, n)))
 		}
@@ -355,6 +357,14 @@ func (g *grader) descriptionsIn(ptr string, v any, kind ChangeKind) {
 	case map[string]any:
 		for _, k := range unionKeys(x, nil) {
 			p := ptr + "/" + escapePointer(k)
+			if h, ok := x[k].(string); ok && k == "x-mcp-header" {
+				if kind == Added {
+					g.add(RuleHeaderMirrorChanged, Added, p, absent, h, "x-mcp-header added with a new property: under MCP 2026-07-28 the client copies this argument into the HTTP header Mcp-Param-"+h+", where proxies and logs see it")
+				} else {
+					g.add(RuleHeaderMirrorChanged, Removed, p, h, absent, "x-mcp-header removed with its property")
+				}
+				continue
+			}
 			if s, ok := x[k].(string); ok && k == "description" {
 				if kind == Added {
 					g.add(RuleSchemaDescriptionChanged, Added, p, absent, s, "a schema description added: the model reads it when it fills in arguments")
@@ -370,4 +380,15 @@ func (g *grader) descriptionsIn(ptr string, v any, kind ChangeKind) {
 			g.descriptionsIn(ptr+"/"+strconv.Itoa(i), e, kind)
 		}
 	}
+}
+
+// headerName is the header an x-mcp-header marking names (the new one, else the old one).
+func headerName(o, n any) any {
+	if s, ok := n.(string); ok {
+		return s
+	}
+	if s, ok := o.(string); ok {
+		return s
+	}
+	return "…"
 }

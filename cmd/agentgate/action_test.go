@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
+
+// action is the part of action.yml this test reads.
+type action struct {
+	Inputs map[string]struct {
+		Default string `yaml:"default"`
+	} `yaml:"inputs"`
+	Runs struct {
+		Using string `yaml:"using"`
+		Steps []struct {
+			ID    string            `yaml:"id"`
+			Name  string            `yaml:"name"`
+			Shell string            `yaml:"shell"`
+			Env   map[string]string `yaml:"env"`
+			Run   string            `yaml:"run"`
+		} `yaml:"steps"`
+	} `yaml:"runs"`
+}
+
+var exprRE = regexp.MustCompile(`\$\{\{\s*inputs\.([a-z-]+)\s*\}\}`)
+
+// TestGitHubAction runs the "agentgate ci" step of action.yml as the runner would (bash,
+// its env with the inputs substituted, agentgate on PATH) against a lockfile whose server
+// has since rug-pulled: the step fails with ci's exit code 1, writes SARIF and sets the
+// sarif output. It also checks every input the step uses exists with a default.
+func TestGitHubAction(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a action
+	if err := yaml.Unmarshal(raw, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Runs.Using != "composite" {
+		t.Fatalf("runs.using = %q", a.Runs.Using)
+	}
+	for _, in := range []string{"version", "working-directory", "config", "lockfile", "fail-on", "sarif", "timeout"} {
+		if _, ok := a.Inputs[in]; !ok {
+			t.Errorf("action.yml has no input %q", in)
+		}
+	}
+	var step *struct {
+		ID    string            `yaml:"id"`
+		Name  string            `yaml:"name"`
+		Shell string            `yaml:"shell"`
+		Env   map[string]string `yaml:"env"`
+		Run   string            `yaml:"run"`
+	}
+	for i := range a.Runs.Steps {
+		if a.Runs.Steps[i].ID == "ci" {
+			step = &a.Runs.Steps[i]
+		}
+	}
+	if step == nil || step.Shell != "bash" || !strings.Contains(step.Run, "agentgate \"${args[@]}\"") {
+		t.Fatalf("no bash step with id ci running agentgate: %+v", step)
+	}
+
+	// The project: the rug-pull fixture, locked (version 2) before its rug pull.
+	bin := rugpull(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {"weather": {"command": %s, "args": ["-state", %s]}}}`,
+		jsonStr(bin), jsonStr(filepath.Join(dir, "state"))))
+	if r := runCLI(t, testDeps(dir), nil, "lock"); r.code != 0 {
+		t.Fatalf("lock = %+v", r)
+	}
+	agentgate := filepath.Join(t.TempDir(), "agentgate")
+	build := exec.Command(testenv.LookPath(t, "go"), "build", "-o", agentgate, "./cmd/agentgate")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	inputs := map[string]string{}
+	for k, v := range a.Inputs {
+		inputs[k] = v.Default
+	}
+	inputs["fail-on"], inputs["sarif"] = "critical", "agentgate.sarif"
+	output := filepath.Join(t.TempDir(), "github_output")
+	env := []string{"PATH=" + filepath.Dir(agentgate) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"GITHUB_OUTPUT=" + output, "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + dir}
+	for k, v := range step.Env {
+		env = append(env, k+"="+exprRE.ReplaceAllStringFunc(v, func(m string) string { return inputs[exprRE.FindStringSubmatch(m)[1]] }))
+	}
+	cmd := exec.CommandContext(t.Context(), testenv.LookPath(t, "bash"), "-e", "-c", step.Run)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("the ci step: %v, want exit 1 (drift)\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `CRITICAL server "weather" (generic) tool "get_forecast": changed: description-changed /description`) ||
+		!strings.Contains(string(out), "::error file=agentgate.lock,line=") {
+		t.Errorf("step output:\n%s", out)
+	}
+	var log sarifLog
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "agentgate.sarif"))), &log); err != nil || len(log.Runs[0].Results) == 0 {
+		t.Errorf("sarif: %v %+v", err, log)
+	}
+	if got := readFile(t, output); got != "sarif=agentgate.sarif\n" {
+		t.Errorf("GITHUB_OUTPUT = %q", got)
+	}
+}
