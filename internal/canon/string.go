@@ -1,8 +1,10 @@
 package canon
 
 import (
-	"encoding/binary"
+	"bytes"
 	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // safeASCII[c] is true for the ASCII bytes that a JCS string carries unchanged: everything
@@ -10,21 +12,6 @@ import (
 var safeASCII = func() (t [256]bool) {
 	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// hexDigit maps an ASCII hexadecimal digit to its value and every other byte to 0xff.
-var hexDigit = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c - '0')
-	}
-	for c := 'a'; c <= 'f'; c++ {
-		t[c] = byte(c - 'a' + 10)
-		t[c-'a'+'A'] = byte(c - 'a' + 10)
 	}
 	return t
 }()
@@ -59,6 +46,12 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && !needsAttention(le64(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if safeASCII[c] {
@@ -81,6 +74,13 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 	return append(dst, '"'), nil
 }
 
+// le64 is the eight bytes of s at i as a little-endian word (the compiler makes it one load).
+func le64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
 // appendEscaped appends the JCS escape for c, which is '"', '\\' or below 0x20.
 func appendEscaped(dst []byte, c byte) []byte {
 	switch c {
@@ -100,167 +100,33 @@ func appendEscaped(dst []byte, c byte) []byte {
 	return append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
 }
 
-// decodeRuneOK returns the code point that starts b, which the caller knows is valid UTF-8.
-func decodeRuneOK(b []byte) rune {
-	r, _ := utf8.DecodeRune(b)
-	return r
-}
-
-// parseString reads the JSON string literal whose opening quote is at p.pos, appends its
-// JCS form to p.out and moves p.pos past the closing quote. It reports whether the JCS
-// form contains a backslash, that is, whether the appended bytes between the quotes
-// differ from the decoded string.
-func (p *parser) parseString() (escaped bool, err error) {
-	in := p.in
+// appendString appends the JCS form of the string token t, which the tokenizer has
+// checked: valid UTF-8, no raw control characters, no lone surrogates. Without escapes its
+// bytes are already that form; with them, each escape is decoded and written again as
+// JCS writes the code point ('"', '\\' and control characters escaped, everything else
+// raw).
+func (p *parser) appendString(t jsontok.Token) {
+	raw := p.in[t.Start:t.End]
+	if !t.Escaped {
+		p.out = append(p.out, raw...)
+		return
+	}
 	out := append(p.out, '"')
-	i := p.pos + 1
+	s := raw[1 : len(raw)-1]
 	for {
-		// Copy the longest run of bytes that pass through unchanged in one append.
-		start := i
-		for i < len(in) {
-			// Skip eight plain ASCII bytes at a time while there are no quotes,
-			// backslashes, control characters or non-ASCII bytes among them.
-			for i+8 <= len(in) && !needsAttention(binary.LittleEndian.Uint64(in[i:])) {
-				i += 8
-			}
-			if i >= len(in) {
-				break
-			}
-			c := in[i]
-			if safeASCII[c] {
-				i++
-				continue
-			}
-			if c < utf8.RuneSelf {
-				break
-			}
-			r, size := utf8.DecodeRune(in[i:])
-			if r == utf8.RuneError && size == 1 {
-				p.out = out
-				return false, p.errAt(i, reasonUTF8)
-			}
-			i += size
+		bs := bytes.IndexByte(s, '\\')
+		if bs < 0 {
+			out = append(out, s...)
+			break
 		}
-		out = append(out, in[start:i]...)
-		if i >= len(in) {
-			p.out = out
-			return false, p.errAt(len(in), reasonEOF)
+		out = append(out, s[:bs]...)
+		r, n, _ := jsontok.UnescapeAt(s[bs:])
+		if r < 0x20 || r == '"' || r == '\\' {
+			out = appendEscaped(out, byte(r))
+		} else {
+			out = utf8.AppendRune(out, r)
 		}
-		switch c := in[i]; c {
-		case '"':
-			p.out = append(out, '"')
-			p.pos = i + 1
-			return escaped, nil
-		case '\\':
-			if i+1 >= len(in) {
-				p.out = out
-				return false, p.errAt(len(in), reasonEOF)
-			}
-			switch e := in[i+1]; e {
-			case '"', '\\', 'b', 'f', 'n', 'r', 't':
-				// The short forms are their own JCS form.
-				out = append(out, '\\', e)
-				escaped = true
-				i += 2
-			case '/':
-				out = append(out, '/')
-				i += 2
-			case 'u':
-				r, n, err := p.unicodeEscape(i)
-				if err != nil {
-					p.out = out
-					return false, err
-				}
-				i += n
-				if r < 0x20 || r == '"' || r == '\\' {
-					out = appendEscaped(out, byte(r))
-					escaped = true
-				} else {
-					out = utf8.AppendRune(out, r)
-				}
-			default:
-				p.out = out
-				return false, p.errAt(i, reasonEscape)
-			}
-		default: // a control character below 0x20
-			p.out = out
-			return false, p.errAt(i, controlReason(c))
-		}
+		s = s[bs+n:]
 	}
-}
-
-// hex4 decodes the four hexadecimal digits at in[i:i+4]. ok is false if any is missing
-// or not a hex digit; eof is true if they were all hex digits up to the end of input.
-func hex4(in []byte, i int) (v rune, ok, eof bool) {
-	for k := range 4 {
-		if i+k >= len(in) {
-			return 0, false, true
-		}
-		d := hexDigit[in[i+k]]
-		if d == 0xff {
-			return 0, false, false
-		}
-		v = v<<4 | rune(d)
-	}
-	return v, true, false
-}
-
-// unicodeEscape decodes the \u escape whose backslash is at in[i], combining a surrogate
-// pair into one code point. It returns the code point and the number of input bytes used.
-// Lone surrogates are refused, not replaced: U+FFFD would make distinct inputs share a
-// digest.
-func (p *parser) unicodeEscape(i int) (rune, int, error) {
-	in := p.in
-	r, ok, eof := hex4(in, i+2)
-	if !ok {
-		if eof {
-			return 0, 0, p.errAt(len(in), reasonEOF)
-		}
-		return 0, 0, p.errAt(i, reasonHexEscape)
-	}
-	switch {
-	case r >= 0xdc00 && r <= 0xdfff:
-		return 0, 0, p.errAt(i, reasonLoneLow)
-	case r >= 0xd800 && r <= 0xdbff:
-		if i+7 < len(in) && in[i+6] == '\\' && in[i+7] == 'u' {
-			lo, ok, _ := hex4(in, i+8)
-			if ok && lo >= 0xdc00 && lo <= 0xdfff {
-				return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12, nil
-			}
-		}
-		return 0, 0, p.errAt(i, reasonLoneHigh)
-	}
-	return r, 6, nil
-}
-
-// unescape appends to dst the decoded form of s, a JCS string body (between the quotes)
-// as parseString writes it, whose only escapes are \" \\ \b \t \n \f \r and \u00xx.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'b':
-			c = '\b'
-		case 't':
-			c = '\t'
-		case 'n':
-			c = '\n'
-		case 'f':
-			c = '\f'
-		case 'r':
-			c = '\r'
-		case 'u':
-			c = hexDigit[s[i+3]]<<4 | hexDigit[s[i+4]]
-			i += 4
-		default: // '"' or '\\'
-			c = s[i]
-		}
-		dst = append(dst, c)
-	}
-	return dst
+	p.out = append(out, '"')
 }
