@@ -8,8 +8,9 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
-// TestDependencies keeps the domain pure: the standard library, canon and textguard (and
-// textguard's golang.org/x/text tables); no database, network or AWS package.
+// TestDependencies keeps the domain pure: the standard library, canon (and its tokenizer,
+// jsontok) and textguard (and textguard's golang.org/x/text tables); no database, network
+// or AWS package.
 func TestDependencies(t *testing.T) {
 	goBin := testenv.LookPath(t, "go")
 	out, err := exec.CommandContext(t.Context(), goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
@@ -20,6 +21,7 @@ func TestDependencies(t *testing.T) {
 		switch {
 		case dep == "github.com/agentgate-dev/agentgate/internal/warrant",
 			dep == "github.com/agentgate-dev/agentgate/internal/canon",
+			dep == "github.com/agentgate-dev/agentgate/internal/jsontok",
 			dep == "github.com/agentgate-dev/agentgate/internal/textguard",
 			strings.HasPrefix(dep, "golang.org/x/text/"):
 		default:
