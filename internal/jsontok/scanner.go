@@ -272,36 +272,14 @@ func (s *Scanner) valueError() error {
 	return unexpected(b, i, ReasonValue)
 }
 
-func (s *Scanner) enter() error {
-	s.depth++
-	if s.depth > s.maxDepth {
-		return &Error{Offset: s.pos, Reason: DepthReason(s.maxDepth)}
-	}
-	return nil
-}
-
 // Object reads an object. For each member, in order, it reads and checks the name and
 // the colon and calls fn with the name's token, positioned at the value; fn must read the
 // value (with exactly one of the Scanner's reading methods) or return an error, which
 // Object returns as it is. Names are not compared: whether a repeated name is an error is
 // the caller's rule.
 func (s *Scanner) Object(fn func(name Token) error) error {
-	s.skipSpace()
-	b := s.buf
-	if s.pos >= len(b) || b[s.pos] != '{' {
-		return s.expect(ReasonObject)
-	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	s.pos++
-	s.skipSpace()
-	if s.pos < len(b) && b[s.pos] == '}' {
-		s.pos++
-		s.depth--
-		return nil
-	}
-	for {
+	more, err := s.open('{', ReasonObject)
+	for b := s.buf; more && err == nil; more, err = s.next('}', ReasonObjectNext) {
 		if s.pos >= len(b) || b[s.pos] != '"' {
 			return s.expect(ReasonName)
 		}
@@ -320,62 +298,62 @@ func (s *Scanner) Object(fn func(name Token) error) error {
 		if err := fn(Token{Kind: String, Escaped: escaped, Start: start, End: end}); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.pos >= len(b) {
-			return &Error{Offset: len(b), Reason: ReasonEOF}
-		}
-		switch b[s.pos] {
-		case ',':
-			s.pos++
-			s.skipSpace()
-		case '}':
-			s.pos++
-			s.depth--
-			return nil
-		default:
-			return unexpected(b, s.pos, ReasonObjectNext)
-		}
 	}
+	return err
 }
 
 // Array reads an array, calling fn positioned at each element in order; fn must read
 // the element or return an error, which Array returns as it is.
 func (s *Scanner) Array(fn func() error) error {
-	s.skipSpace()
-	b := s.buf
-	if s.pos >= len(b) || b[s.pos] != '[' {
-		return s.expect(ReasonArray)
-	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	s.pos++
-	s.skipSpace()
-	if s.pos < len(b) && b[s.pos] == ']' {
-		s.pos++
-		s.depth--
-		return nil
-	}
-	for {
+	more, err := s.open('[', ReasonArray)
+	for ; more && err == nil; more, err = s.next(']', ReasonArrayNext) {
 		if err := fn(); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.pos >= len(b) {
-			return &Error{Offset: len(b), Reason: ReasonEOF}
-		}
-		switch b[s.pos] {
-		case ',':
-			s.pos++
-			s.skipSpace()
-		case ']':
-			s.pos++
-			s.depth--
-			return nil
-		default:
-			return unexpected(b, s.pos, ReasonArrayNext)
-		}
 	}
+	return err
+}
+
+// open reads the bracket c that opens an object or array and the white space after it,
+// and reports whether a member or element follows (false: the empty value was read).
+func (s *Scanner) open(c byte, reason string) (more bool, err error) {
+	s.skipSpace()
+	b := s.buf
+	if s.pos >= len(b) || b[s.pos] != c {
+		return false, s.expect(reason)
+	}
+	s.depth++
+	if s.depth > s.maxDepth {
+		return false, &Error{Offset: s.pos, Reason: DepthReason(s.maxDepth)}
+	}
+	s.pos++
+	s.skipSpace()
+	if s.pos < len(b) && b[s.pos] == c+2 { // '{'+2 == '}', '['+2 == ']'
+		s.pos++
+		s.depth--
+		return false, nil
+	}
+	return true, nil
+}
+
+// next reads what follows a member or element: a comma (more follows) or the closing
+// bracket, with the white space around them.
+func (s *Scanner) next(closer byte, reason string) (more bool, err error) {
+	s.skipSpace()
+	b := s.buf
+	switch {
+	case s.pos >= len(b):
+		return false, &Error{Offset: len(b), Reason: ReasonEOF}
+	case b[s.pos] == ',':
+		s.pos++
+		s.skipSpace()
+		return true, nil
+	case b[s.pos] == closer:
+		s.pos++
+		s.depth--
+		return false, nil
+	}
+	return false, unexpected(b, s.pos, reason)
 }
 
 // Skip reads one value of any kind, checking all of it, and returns its token: its
