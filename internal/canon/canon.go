@@ -74,6 +74,7 @@ type parser struct {
 	members []member // a stack: each open object owns a suffix
 	keys    []byte   // decoded names that hold escapes; a stack like members
 	tmp     []byte   // scratch for reordering an object's members
+	str     []byte   // scratch for decoding a string that holds escapes
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -100,6 +101,9 @@ func putParser(p *parser) {
 	}
 	if cap(p.keys) > maxPooled {
 		p.keys = nil
+	}
+	if cap(p.str) > maxPooled {
+		p.str = nil
 	}
 	if cap(p.members) > maxPooled/64 {
 		p.members = nil
@@ -184,9 +188,8 @@ func (p *parser) parseObject() error {
 		if name.Escaped {
 			// Rare: members are sorted by their decoded names, which differ from the
 			// input's bytes only where those hold escapes.
-			m.name, m.inKeys = len(p.keys), true
-			p.keys, _ = jsontok.AppendUnquote(p.keys, p.in[name.Start+1:name.End-1], 0)
-			m.n = len(p.keys) - m.name
+			m.name, m.n, m.inKeys = len(p.keys), len(p.str), true
+			p.keys = append(p.keys, p.str...)
 		} else {
 			m.name, m.n = m.start+1, name.End-name.Start-2
 		}

@@ -3,7 +3,8 @@
 // Its callers are internal/canon (RFC 8785 canonicalization), internal/extmcp (the
 // tools/list decision, which keeps or drops each tool object as the exact bytes the
 // gateway sent), internal/lockerclient (the strict decoder of Padlock pages) and
-// internal/mcpserver (tool arguments re-encoded as Python's json.dumps would).
+// internal/mcpserver (tool arguments re-encoded as Python's json.dumps would); code that
+// decodes JSON into Go values uses encoding/json.
 //
 // A Scanner is recursive descent over one byte slice: [Scanner.Object] and
 // [Scanner.Array] hold the grammar's loops and call back for each member or element, and
@@ -36,8 +37,11 @@
 // [Scanner.ReadString] checks a string's content in the same pass that finds its end,
 // eight bytes at a time. [Scanner.RawString] only finds the end, for long strings the
 // caller checks by decoding them strictly or comparing them with trusted bytes (a Padlock
-// page's base64 payloads), so they are read once. [AppendUnquote], [Equal] and
-// [UnescapeAt] decode content under the same rules.
+// page's base64 payloads), so they are read once; [Scanner.RawValue] does the same for a
+// whole value (extmcp's listed tools, which canon checks). [AppendUnquote], [Equal] and
+// [UnescapeAt] decode content under the same rules. [AppendQuote] is the other direction,
+// the one string escaper: RFC 8785's form for canon, encoding/json's for httpapi's
+// hand-written /blocks encoder.
 //
 // # Why not a library
 //

@@ -18,6 +18,8 @@ import (
 //   - What it accepts strictly, walked token by token, is the value encoding/json decodes
 //     (strings decoded by AppendUnquote and matched by Equal), and every token's span is
 //     the exact text of its value: it reads back alone, and RawValue finds the same span.
+//   - AppendQuote writes each decoded string back so that it reads the same, and as
+//     encoding/json writes it given encoding/json's flags.
 func FuzzScanner(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[1,-0.5e+3,"a\u00e9\n",true,false,null]`, `{"a":{"b":[]},"a":1}`, `"\ud800"`,
@@ -118,6 +120,21 @@ func unquote(t *testing.T, in []byte, tok Token) (string, error) {
 	}
 	if !Equal(content, v) || !Equal(content, string(v)) {
 		t.Fatalf("Equal(%q, %q) = false", content, v)
+	}
+	// AppendQuote writes it back as a string that reads as v, and as encoding/json
+	// writes it with EscapeLineSeparators|AllowInvalidUTF8.
+	q, err := AppendQuote(nil, v, 0)
+	if back, uerr := AppendUnquote(nil, q[1:len(q)-1], 0); err != nil || uerr != nil || string(back) != string(v) {
+		t.Fatalf("AppendQuote(%q) = %q, %v, which reads back as %q, %v", v, q, err, back, uerr)
+	}
+	var std bytes.Buffer
+	enc := json.NewEncoder(&std)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(string(v)); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := AppendQuote(nil, string(v), EscapeLineSeparators|AllowInvalidUTF8); string(q)+"\n" != std.String() {
+		t.Fatalf("AppendQuote(%q, EscapeLineSeparators|AllowInvalidUTF8) = %s, encoding/json writes %s", v, q, std.String())
 	}
 	return string(v), nil
 }

@@ -11,7 +11,12 @@ const (
 	AllowLoneSurrogates Flags = 1 << iota
 	// AllowInvalidUTF8 accepts string bytes that are not valid UTF-8. Only strings are
 	// relaxed: outside them, non-ASCII bytes are never part of JSON's grammar.
+	// [AppendQuote] writes each such byte as \ufffd, as encoding/json does.
 	AllowInvalidUTF8
+	// EscapeLineSeparators makes [AppendQuote] write U+2028 and U+2029 as \u2028 and
+	// \u2029, as encoding/json does so that its output can be embedded in JavaScript.
+	// Reading ignores it.
+	EscapeLineSeparators
 )
 
 // DefaultMaxDepth is the nesting bound of a Scanner reset with maxDepth <= 0, and
