@@ -1,7 +1,6 @@
 package jsontok
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -169,20 +168,6 @@ func TestUnquote(t *testing.T) {
 		if tc.flags == 0 && tc.err == "" {
 			if !Equal([]byte(tc.content), tc.want) || Equal([]byte(tc.content), tc.want+"x") {
 				t.Errorf("Equal(%q, %q) disagrees with AppendUnquote", tc.content, tc.want)
-			}
-		}
-	}
-}
-
-func TestHasControlExhaustive(t *testing.T) {
-	for n := 0; n < 40; n++ {
-		for pos := 0; pos < n; pos++ {
-			for _, c := range []byte{0, 0x1f, 0x20, 0x7f, 0x80, 0xff, 0x9f} {
-				p := bytes.Repeat([]byte{'a'}, n)
-				p[pos] = c
-				if got := HasControl(p); got != (c < 0x20) {
-					t.Fatalf("n=%d pos=%d c=%x: %v", n, pos, c, got)
-				}
 			}
 		}
 	}

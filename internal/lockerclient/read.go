@@ -342,6 +342,11 @@ func (w *walk) page(body []byte, from, to int) *VerificationError {
 		seen |= bit
 		return nil
 	}
+	ints := [...]struct {
+		key string
+		bit uint8
+		v   *intValue
+	}{{"total_blocks", 2, &total}, {"from", 4, &echoFrom}, {"to", 8, &echoTo}, {"count", 16, &count}}
 	err := members(&s, body, func(k []byte) error {
 		var err error
 		switch string(k) {
@@ -351,21 +356,13 @@ func (w *walk) page(body []byte, from, to int) *VerificationError {
 			}
 			padID, hasPadID, err = stringValue(&s, body)
 			return err
-		case "total_blocks":
-			if err = dup(2); err == nil {
-				total, err = integer(&s, body)
-			}
-		case "from":
-			if err = dup(4); err == nil {
-				echoFrom, err = integer(&s, body)
-			}
-		case "to":
-			if err = dup(8); err == nil {
-				echoTo, err = integer(&s, body)
-			}
-		case "count":
-			if err = dup(16); err == nil {
-				count, err = integer(&s, body)
+		case "total_blocks", "from", "to", "count":
+			for _, m := range ints {
+				if string(k) == m.key {
+					if err = dup(m.bit); err == nil {
+						*m.v, err = integer(&s, body)
+					}
+				}
 			}
 		case "blocks":
 			if err = dup(32); err != nil {
