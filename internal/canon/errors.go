@@ -31,30 +31,34 @@ func (e *Error) Error() string {
 	return "canon: offset " + strconv.FormatInt(e.Offset, 10) + ": " + e.Reason
 }
 
-// Reasons, kept as constants so that tests and callers compare them exactly. Those about
-// JSON text are the tokenizer's (internal/jsontok), which uses canon's phrases.
+// Reasons, kept as constants so that tests and callers compare them exactly: first the
+// rules JCS adds to JSON's, then those of JSON text, which the tokenizer
+// (internal/jsontok) reports in canon's words.
 const (
-	reasonEOF          = jsontok.ReasonEOF
-	reasonUTF8         = jsontok.ReasonUTF8
-	reasonEscape       = jsontok.ReasonEscape
-	reasonHexEscape    = jsontok.ReasonHexEscape
-	reasonLoneHigh     = jsontok.ReasonLoneHigh
-	reasonLoneLow      = jsontok.ReasonLoneLow
 	reasonDuplicate    = "duplicate object member name"
-	reasonNaN          = jsontok.ReasonNaN
-	reasonInfinity     = jsontok.ReasonInfinity
 	reasonOverflow     = "number overflows an IEEE-754 double"
-	reasonLeadingZero  = jsontok.ReasonLeadingZero
-	reasonDigit        = jsontok.ReasonDigit
-	reasonTrailing     = jsontok.ReasonTrailing
 	reasonDepth        = "nesting deeper than 1000 arrays and objects" // jsontok.DepthReason(MaxDepth)
-	reasonValue        = jsontok.ReasonValue
-	reasonName         = jsontok.ReasonName
-	reasonColon        = jsontok.ReasonColon
-	reasonObjectNext   = jsontok.ReasonObjectNext
-	reasonArrayNext    = jsontok.ReasonArrayNext
-	reasonLiteral      = jsontok.ReasonLiteral
 	reasonNumberNaN    = "NaN cannot be serialized as JSON"
 	reasonNumberInfPos = "+Inf cannot be serialized as JSON"
 	reasonNumberInfNeg = "-Inf cannot be serialized as JSON"
+)
+
+const (
+	reasonEOF         = jsontok.ReasonEOF
+	reasonUTF8        = jsontok.ReasonUTF8
+	reasonEscape      = jsontok.ReasonEscape
+	reasonHexEscape   = jsontok.ReasonHexEscape
+	reasonLoneHigh    = jsontok.ReasonLoneHigh
+	reasonLoneLow     = jsontok.ReasonLoneLow
+	reasonNaN         = jsontok.ReasonNaN
+	reasonInfinity    = jsontok.ReasonInfinity
+	reasonLeadingZero = jsontok.ReasonLeadingZero
+	reasonDigit       = jsontok.ReasonDigit
+	reasonTrailing    = jsontok.ReasonTrailing
+	reasonValue       = jsontok.ReasonValue
+	reasonName        = jsontok.ReasonName
+	reasonColon       = jsontok.ReasonColon
+	reasonObjectNext  = jsontok.ReasonObjectNext
+	reasonArrayNext   = jsontok.ReasonArrayNext
+	reasonLiteral     = jsontok.ReasonLiteral
 )
