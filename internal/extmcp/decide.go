@@ -134,6 +134,11 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
+	// The result is edited without decoding it into Go values: a decode/encode round trip
+	// would reorder members, reformat numbers and drop fields, and the contract is that
+	// everything but the dropped tools stays byte-identical. jsontok's spans say where
+	// each tool's exact bytes are.
+	//
 	// The members other than "tools" pass through untouched, so they are validated
 	// strictly here; each tool is validated by canonicalization (or was, when its exact
 	// bytes hit the digest cache), and only validated tools are ever kept, so the tools
