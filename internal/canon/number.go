@@ -108,19 +108,13 @@ func (p *parser) parseNumber() error {
 		return err
 	}
 	tok := p.in[t.Start:t.End]
-	intDigits, plain := len(tok), true
+	intDigits := len(tok)
 	if tok[0] == '-' {
 		intDigits--
 	}
-	for _, c := range tok {
-		if c == '.' || c == 'e' || c == 'E' {
-			plain = false
-			break
-		}
-	}
 	// An integer of at most 15 digits is below 2^53, so it is exact and already in JCS
 	// form (the grammar rules out leading zeros), except that -0 is written 0.
-	if plain && intDigits <= 15 {
+	if t.Integer && intDigits <= 15 {
 		if intDigits == 1 && tok[len(tok)-1] == '0' {
 			p.out = append(p.out, '0')
 		} else {

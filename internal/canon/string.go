@@ -30,11 +30,14 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 // bytes are already that form. With them, it is decoded into p.str and written again as
 // AppendString writes it; p.str then holds the decoded string.
 func (p *parser) appendString(t jsontok.Token) {
-	raw := p.in[t.Start:t.End]
 	if !t.Escaped {
-		p.out = append(p.out, raw...)
+		p.out = append(p.out, p.in[t.Start:t.End]...)
 		return
 	}
-	p.str, _ = jsontok.AppendUnquote(p.str[:0], raw[1:len(raw)-1], 0)
+	p.appendEscapedString(t)
+}
+
+func (p *parser) appendEscapedString(t jsontok.Token) {
+	p.str, _ = jsontok.AppendUnquote(p.str[:0], p.in[t.Start+1:t.End-1], 0)
 	p.out, _ = jsontok.AppendQuote(p.out, p.str, 0)
 }

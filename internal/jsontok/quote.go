@@ -1,6 +1,9 @@
 package jsontok
 
-import "unicode/utf8"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 const lowerHex = "0123456789abcdef"
 
@@ -20,20 +23,24 @@ func AppendQuote[T ~string | ~[]byte](dst []byte, s T, flags Flags) ([]byte, err
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) && !needsAttention(le64(s, i)) {
+		for i+8 <= len(s) {
+			if m := attention(le64(s, i)); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
+		}
+		for i < len(s) && safeASCII[s[i]] {
+			i++
 		}
 		if i >= len(s) {
 			break
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			i++
-			if safeASCII[c] {
-				continue
-			}
-			dst = append(dst, s[start:i-1]...)
+			dst = append(dst, s[start:i]...)
 			dst = appendEscaped(dst, c)
+			i++
 			start = i
 			continue
 		}

@@ -53,6 +53,7 @@ var kindOf = func() (t [256]Kind) {
 type Token struct {
 	Kind       Kind
 	Escaped    bool // a String holds at least one backslash escape
+	Integer    bool // a Number has neither fraction nor exponent
 	Start, End int
 }
 
@@ -202,7 +203,9 @@ func (s *Scanner) ReadNumber() (Token, error) {
 	default:
 		return Token{}, unexpected(b, i, ReasonDigit)
 	}
+	integer := true
 	if i < len(b) && b[i] == '.' {
+		integer = false
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
 			return Token{}, unexpected(b, i, ReasonDigit)
@@ -211,6 +214,7 @@ func (s *Scanner) ReadNumber() (Token, error) {
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		integer = false
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
@@ -222,7 +226,7 @@ func (s *Scanner) ReadNumber() (Token, error) {
 		}
 	}
 	s.pos = i
-	return Token{Kind: Number, Start: start, End: i}, nil
+	return Token{Kind: Number, Integer: integer, Start: start, End: i}, nil
 }
 
 func isDigit(c byte) bool { return c-'0' < 10 }

@@ -3,6 +3,7 @@ package jsontok
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -33,18 +34,23 @@ var hexDigit = func() (t [256]byte) {
 
 const ones, highs = 0x0101010101010101, 0x8080808080808080
 
-// needsAttention reports whether any of the eight bytes packed in x is not safeASCII:
-// a byte below 0x20, '"', '\\', or a byte of 0x80 or above. It uses the exact SWAR tests
-// "some byte is less than n" ((x - n·0x01…01) & ^x & 0x80…80, exact for n <= 0x80) and
-// "some byte is zero" (the same with n = 1) on x XOR the byte sought.
-func needsAttention(x uint64) bool {
+// attention returns a mask whose lowest set bit is the high bit of the first of the eight
+// bytes packed in x (little-endian) that is not safeASCII: a byte below 0x20, '"', '\\',
+// or a byte of 0x80 or above; zero if there is none. It uses the SWAR tests "some byte is
+// less than n" ((x - n·0x01…01) & ^x & 0x80…80) and "some byte is zero" (the same with
+// n = 1) on x XOR the byte sought. Borrows can set bits above a flagged byte, never below
+// it, so the lowest set bit is exact.
+func attention(x uint64) uint64 {
 	less := (x - 0x20*ones) & ^x
 	quote := x ^ '"'*ones
 	quote = (quote - ones) & ^quote
 	backslash := x ^ '\\'*ones
 	backslash = (backslash - ones) & ^backslash
-	return (less|quote|backslash|x)&highs != 0
+	return (less | quote | backslash | x) & highs
 }
+
+// needsAttention reports whether any of the eight bytes packed in x is not safeASCII.
+func needsAttention(x uint64) bool { return attention(x) != 0 }
 
 // HasControl reports whether p holds a byte below 0x20 (which a JSON string may not hold
 // raw), sixteen bytes at a time.
@@ -71,48 +77,42 @@ func HasControl(p []byte) bool {
 func scanString(b []byte, i int, flags Flags) (end int, escaped bool, err *Error) {
 	i++
 	for {
-		for i < len(b) {
-			// Eight plain ASCII bytes at a time while there are no quotes, backslashes,
-			// control characters or non-ASCII bytes among them.
-			for i+8 <= len(b) && !needsAttention(binary.LittleEndian.Uint64(b[i:])) {
-				i += 8
-			}
-			if i >= len(b) {
+		// Find the next byte that is not plain ASCII, eight bytes at a time while
+		// eight remain.
+		for i+8 <= len(b) {
+			m := attention(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
-			c := b[i]
-			if safeASCII[c] {
-				i++
-				continue
-			}
-			if c < utf8.RuneSelf {
-				break
-			}
-			if flags&AllowInvalidUTF8 != 0 {
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return 0, false, &Error{Offset: i, Reason: ReasonUTF8}
-			}
-			i += size
+			i += 8
+		}
+		for i < len(b) && safeASCII[b[i]] {
+			i++
 		}
 		if i >= len(b) {
 			return 0, false, &Error{Offset: len(b), Reason: ReasonEOF}
 		}
-		switch c := b[i]; c {
-		case '"':
+		switch c := b[i]; {
+		case c == '"':
 			return i + 1, escaped, nil
-		case '\\':
+		case c == '\\':
 			escaped = true
 			n, err := checkEscape(b, i, flags)
 			if err != nil {
 				return 0, false, err
 			}
 			i += n
-		default: // a control character below 0x20
+		case c < 0x20:
 			return 0, false, &Error{Offset: i, Reason: ControlReason(c)}
+		case flags&AllowInvalidUTF8 != 0:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, &Error{Offset: i, Reason: ReasonUTF8}
+			}
+			i += size
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package lockerclient
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/agentgate-dev/agentgate/internal/jsontok"
@@ -59,7 +58,7 @@ func integer(s *jsontok.Scanner, b []byte) (intValue, error) {
 		return intValue{}, err
 	}
 	raw := b[t.Start:t.End]
-	if bytes.ContainsAny(raw, ".eE") {
+	if !t.Integer {
 		return intValue{kind: k, raw: raw}, nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
