@@ -366,11 +366,11 @@ func toolName(raw []byte) (string, span, error) {
 	if n != 1 || raw[tok.start] != '"' {
 		return "", tok, errors.New("the tool has no single string name")
 	}
-	name, err := jsontok.AppendUnquote(nil, raw[tok.start+1:tok.end-1], 0)
+	name, err := jsontok.Unquote(raw[tok.start+1:tok.end-1], 0)
 	if err != nil {
 		return "", tok, fmt.Errorf("the tool name: %s", nameRefusal(err))
 	}
-	return string(name), tok, nil
+	return name, tok, nil
 }
 
 // nameRefusal words why a tool name cannot be decoded, as observations record it.
@@ -385,6 +385,37 @@ func nameRefusal(err error) string {
 		}
 	}
 	return "malformed JSON"
+}
+
+// callName validates tools/call params strictly, as valid does, and in the same pass
+// finds their "name" member: jsonOK says whether params are valid JSON, nameOK whether
+// they are an object with exactly one "name", a string that decodes strictly.
+func callName(params []byte) (name string, jsonOK, nameOK bool) {
+	if params == nil {
+		return "", false, false
+	}
+	s := jsontok.NewScanner(params, maxDepth, jsontok.AllowLoneSurrogates)
+	if s.Peek() != jsontok.Object {
+		return "", valid(params), false
+	}
+	var tok jsontok.Token
+	n := 0
+	err := s.Object(func(member jsontok.Token) error {
+		t, err := s.Skip()
+		if err == nil && jsontok.Equal(params[member.Start+1:member.End-1], "name") {
+			tok = t
+			n++
+		}
+		return err
+	})
+	if err != nil || s.End() != nil {
+		return "", false, false
+	}
+	if n != 1 || tok.Kind != jsontok.String {
+		return "", true, false
+	}
+	name, err = jsontok.Unquote(params[tok.Start+1:tok.End-1], 0)
+	return name, true, err == nil
 }
 
 // observe records (once per distinct definition) a listed tool that was not served.
@@ -472,11 +503,11 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
-	if params == nil || !valid(params) {
+	name, jsonOK, nameOK := callName(params)
+	if !jsonOK {
 		return deny(CauseMalformed, "the tools/call params are missing or not valid JSON; denied")
 	}
-	name, _, err := toolName(params)
-	if err != nil {
+	if !nameOK {
 		return deny(CauseMalformed, "the tools/call params have no single valid string name; denied")
 	}
 	if ctx.Err() != nil {

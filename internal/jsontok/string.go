@@ -172,11 +172,31 @@ func hex4(b []byte, i int) (v rune, ok, eof bool) {
 }
 
 // rawStringEnd finds the closing quote of the string whose opening quote is at b[i]
-// without looking at the content: IndexByte for each quote, and a count of the
-// backslashes before it.
+// without looking at the content. The first bytes are searched eight at a time for a
+// quote or backslash (most strings are short); after that IndexByte finds each quote and
+// the backslashes before it are counted.
 func rawStringEnd(b []byte, i int) (int, *Error) {
 	start := i + 1
 	j := start
+	for k := 0; k < 4 && j+8 <= len(b); k++ {
+		x := binary.LittleEndian.Uint64(b[j:])
+		quote := x ^ '"'*ones
+		backslash := x ^ '\\'*ones
+		m := ((quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+		if m == 0 {
+			j += 8
+			continue
+		}
+		j += bits.TrailingZeros64(m) >> 3
+		if b[j] == '"' {
+			return j + 1, nil
+		}
+		j += 2 // a backslash and the byte it escapes
+		k = -1 // keep scanning eight at a time
+		if j > len(b) {
+			return 0, &Error{Offset: len(b), Reason: ReasonEOF}
+		}
+	}
 	for {
 		q := bytes.IndexByte(b[j:], '"')
 		if q < 0 {
@@ -274,6 +294,18 @@ func AppendUnquote(dst, content []byte, flags Flags) ([]byte, error) {
 	return dst, nil
 }
 
+// Unquote is [AppendUnquote] returning a string, with one allocation.
+func Unquote(content []byte, flags Flags) (string, error) {
+	if bytes.IndexByte(content, '\\') < 0 {
+		if HasControl(content) || flags&AllowInvalidUTF8 == 0 && !utf8.Valid(content) {
+			return "", runError(content, 0, flags)
+		}
+		return string(content), nil
+	}
+	b, err := AppendUnquote(nil, content, flags)
+	return string(b), err
+}
+
 // runError names the first control character or invalid UTF-8 sequence in run, which
 // starts at offset base.
 func runError(run []byte, base int, flags Flags) *Error {
@@ -299,6 +331,10 @@ func runError(run []byte, base int, flags Flags) *Error {
 // (as [AppendUnquote] with no flags does) to exactly want, without allocating. want must
 // be valid UTF-8: raw runs of content are compared with it byte for byte.
 func Equal[T ~string | ~[]byte](content []byte, want T) bool {
+	if string(content) == string(want) {
+		// Equal bytes decode to want only if they hold no escape or control character.
+		return bytes.IndexByte(content, '\\') < 0 && !HasControl(content)
+	}
 	for {
 		bs := bytes.IndexByte(content, '\\')
 		run := content

@@ -75,8 +75,8 @@ func stringValue(s *jsontok.Scanner, b []byte) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	v, _ := jsontok.AppendUnquote(nil, b[t.Start+1:t.End-1], jsontok.AllowLoneSurrogates) // checked by ReadString
-	return string(v), true, nil
+	v, _ := jsontok.Unquote(b[t.Start+1:t.End-1], jsontok.AllowLoneSurrogates) // checked by ReadString
+	return v, true, nil
 }
 
 // hasControl reports whether p holds a byte below 0x20 (jsontok.HasControl).
