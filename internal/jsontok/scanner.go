@@ -63,8 +63,8 @@ type Token struct {
 // error. The zero Scanner is not ready: use [NewScanner] or [Scanner.Reset].
 //
 // A value is read by exactly one call: [Scanner.ReadString], [Scanner.RawString],
-// [Scanner.ReadNumber], [Scanner.ReadLiteral], [Scanner.Object], [Scanner.Array] or
-// [Scanner.Skip]; each skips the white space before it. After the top-level value,
+// [Scanner.ReadNumber], [Scanner.ReadLiteral], [Scanner.Object], [Scanner.Array],
+// [Scanner.Skip] or [Scanner.RawValue]; each skips the white space before it. After the top-level value,
 // [Scanner.End] checks that nothing but white space follows.
 type Scanner struct {
 	buf      []byte
