@@ -1,9 +1,6 @@
 package jsontok
 
-import (
-	"math/bits"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 const lowerHex = "0123456789abcdef"
 
@@ -23,16 +20,7 @@ func AppendQuote[T ~string | ~[]byte](dst []byte, s T, flags Flags) ([]byte, err
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) {
-			if m := attention(le64(s, i)); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		for i < len(s) && safeASCII[s[i]] {
-			i++
-		}
+		i = skipPlain(s, i)
 		if i >= len(s) {
 			break
 		}

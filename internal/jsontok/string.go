@@ -49,6 +49,21 @@ func attention(x uint64) uint64 {
 	return (less | quote | backslash | x) & highs
 }
 
+// skipPlain returns the offset of the first byte at or after i that is not safeASCII,
+// or len(s): eight bytes at a time while eight remain, jumping to the flagged byte.
+func skipPlain[T ~string | ~[]byte](s T, i int) int {
+	for i+8 <= len(s) {
+		if m := attention(le64(s, i)); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(s) && safeASCII[s[i]] {
+		i++
+	}
+	return i
+}
+
 // needsAttention reports whether any of the eight bytes packed in x is not safeASCII.
 func needsAttention(x uint64) bool { return attention(x) != 0 }
 
@@ -77,18 +92,16 @@ func HasControl(p []byte) bool {
 func scanString(b []byte, i int, flags Flags) (end int, escaped bool, err *Error) {
 	i++
 	for {
-		// Find the next byte that is not plain ASCII, eight bytes at a time while
-		// eight remain.
-		for i+8 <= len(b) {
-			m := attention(binary.LittleEndian.Uint64(b[i:]))
-			if m != 0 {
+		// Most strings end within eight bytes: test those here, and call skipPlain
+		// (which is too big to inline) only for the rest.
+		if i+8 <= len(b) {
+			if m := attention(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
-				break
+			} else {
+				i = skipPlain(b, i+8)
 			}
-			i += 8
-		}
-		for i < len(b) && safeASCII[b[i]] {
-			i++
+		} else {
+			i = skipPlain(b, i)
 		}
 		if i >= len(b) {
 			return 0, false, &Error{Offset: len(b), Reason: ReasonEOF}
