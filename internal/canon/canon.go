@@ -1,9 +1,11 @@
 package canon
 
 import (
+	"errors"
 	"slices"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects that [Transform] and [Append]
@@ -62,22 +64,25 @@ type member struct {
 }
 
 // parser holds one canonicalization's state. Its slices are reused through parserPool,
-// so that a call allocates little beyond its result.
+// so that a call allocates little beyond its result. The input is read by a
+// jsontok.Scanner, which refuses everything but I-JSON text; what is left here is what
+// JCS adds: member order, duplicate names, and the numbers' and strings' output form.
 type parser struct {
 	in      []byte
-	pos     int
-	depth   int
+	s       jsontok.Scanner
 	out     []byte
 	members []member // a stack: each open object owns a suffix
-	keys    []byte   // decoded names that differ from their JCS form; a stack like members
+	keys    []byte   // decoded names that hold escapes; a stack like members
 	tmp     []byte   // scratch for reordering an object's members
+	str     []byte   // scratch for decoding a string that holds escapes
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 func getParser(in []byte) *parser {
 	p := parserPool.Get().(*parser)
-	p.in, p.pos, p.depth = in, 0, 0
+	p.in = in
+	p.s.Reset(in, MaxDepth, 0)
 	return p
 }
 
@@ -87,6 +92,7 @@ const maxPooled = 1 << 20
 
 func putParser(p *parser) {
 	p.in = nil
+	p.s.Reset(nil, MaxDepth, 0)
 	if cap(p.out) > maxPooled {
 		p.out = nil
 	}
@@ -95,6 +101,9 @@ func putParser(p *parser) {
 	}
 	if cap(p.keys) > maxPooled {
 		p.keys = nil
+	}
+	if cap(p.str) > maxPooled {
+		p.str = nil
 	}
 	if cap(p.members) > maxPooled/64 {
 		p.members = nil
@@ -107,218 +116,99 @@ func (p *parser) errAt(off int, reason string) error {
 	return &Error{Offset: int64(off), Reason: reason}
 }
 
-// unexpected reports that in[off] is not what the grammar allows there.
-func (p *parser) unexpected(off int, expected string) error {
-	if off >= len(p.in) {
-		return p.errAt(len(p.in), reasonEOF)
+// refusal turns the tokenizer's error into this package's.
+func refusal(err error) error {
+	var e *jsontok.Error
+	if errors.As(err, &e) {
+		return &Error{Offset: int64(e.Offset), Reason: e.Reason}
 	}
-	if p.in[off] >= utf8.RuneSelf && !validRuneAt(p.in, off) {
-		return p.errAt(off, reasonUTF8)
-	}
-	return p.errAt(off, expected+", "+found(p.in, off))
-}
-
-func validRuneAt(b []byte, off int) bool {
-	r, size := utf8.DecodeRune(b[off:])
-	return !(r == utf8.RuneError && size == 1)
-}
-
-func (p *parser) skipSpace() {
-	in := p.in
-	i := p.pos
-	for i < len(in) {
-		switch in[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-			continue
-		}
-		break
-	}
-	p.pos = i
+	return err
 }
 
 func (p *parser) run() error {
-	p.skipSpace()
-	if err := p.parseValue(); err != nil {
-		return err
+	err := p.parseValue()
+	if err == nil {
+		err = p.s.End()
 	}
-	p.skipSpace()
-	if p.pos < len(p.in) {
-		if !validRuneAt(p.in, p.pos) {
-			return p.errAt(p.pos, reasonUTF8)
-		}
-		return p.errAt(p.pos, reasonTrailing)
+	if err != nil {
+		return refusal(err)
 	}
 	return nil
 }
 
-// parseValue reads the value at p.pos, which follows any whitespace.
+// parseValue reads the next value and appends its JCS form to p.out.
 func (p *parser) parseValue() error {
-	in := p.in
-	if p.pos >= len(in) {
-		return p.errAt(len(in), reasonEOF)
-	}
-	switch c := in[p.pos]; c {
-	case '"':
-		_, err := p.parseString()
-		return err
-	case '{':
+	switch p.s.Peek() {
+	case jsontok.String:
+		t, err := p.s.ReadString()
+		if err != nil {
+			return err
+		}
+		p.appendString(t)
+		return nil
+	case jsontok.Object:
 		return p.parseObject()
-	case '[':
+	case jsontok.Array:
 		return p.parseArray()
-	case 't':
-		return p.literal("true")
-	case 'f':
-		return p.literal("false")
-	case 'n':
-		return p.literal("null")
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	case jsontok.Number:
 		return p.parseNumber()
-	case 'N':
-		if hasPrefix(in[p.pos:], "NaN") {
-			return p.errAt(p.pos, reasonNaN)
-		}
-	case 'I':
-		if hasPrefix(in[p.pos:], "Infinity") {
-			return p.errAt(p.pos, reasonInfinity)
-		}
 	}
-	return p.unexpected(p.pos, reasonValue)
-}
-
-func (p *parser) literal(lit string) error {
-	in := p.in
-	for k := 0; k < len(lit); k++ {
-		i := p.pos + k
-		if i >= len(in) {
-			return p.errAt(len(in), reasonEOF)
-		}
-		if in[i] != lit[k] {
-			return p.unexpected(i, reasonLiteral+" (expected "+lit+")")
-		}
+	t, err := p.s.ReadLiteral()
+	if err != nil {
+		return err
 	}
-	p.out = append(p.out, lit...)
-	p.pos += len(lit)
-	return nil
-}
-
-func (p *parser) enter() error {
-	p.depth++
-	if p.depth > MaxDepth {
-		return p.errAt(p.pos, reasonDepth)
-	}
+	p.out = append(p.out, p.in[t.Start:t.End]...)
 	return nil
 }
 
 func (p *parser) parseArray() error {
-	if err := p.enter(); err != nil {
-		return err
-	}
 	p.out = append(p.out, '[')
-	p.pos++
-	p.skipSpace()
-	if p.pos < len(p.in) && p.in[p.pos] == ']' {
-		p.pos++
-		p.out = append(p.out, ']')
-		p.depth--
-		return nil
-	}
-	for {
-		if err := p.parseValue(); err != nil {
-			return err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.in) {
-			return p.errAt(len(p.in), reasonEOF)
-		}
-		switch p.in[p.pos] {
-		case ',':
+	first := true
+	err := p.s.Array(func() error {
+		if !first {
 			p.out = append(p.out, ',')
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.out = append(p.out, ']')
-			p.pos++
-			p.depth--
-			return nil
-		default:
-			return p.unexpected(p.pos, reasonArrayNext)
 		}
-	}
+		first = false
+		return p.parseValue()
+	})
+	p.out = append(p.out, ']')
+	return err
 }
 
 func (p *parser) parseObject() error {
-	if err := p.enter(); err != nil {
-		return err
-	}
 	p.out = append(p.out, '{')
-	p.pos++
-	p.skipSpace()
-	if p.pos < len(p.in) && p.in[p.pos] == '}' {
-		p.pos++
-		p.out = append(p.out, '}')
-		p.depth--
-		return nil
-	}
 	base, keysBase := len(p.members), len(p.keys)
 	region := len(p.out) // the members start here
-	for {
-		if p.pos >= len(p.in) {
-			return p.errAt(len(p.in), reasonEOF)
+	err := p.s.Object(func(name jsontok.Token) error {
+		if len(p.members) > base {
+			p.out = append(p.out, ',')
 		}
-		if p.in[p.pos] != '"' {
-			return p.unexpected(p.pos, reasonName)
-		}
-		m := member{start: len(p.out), src: p.pos}
-		escaped, err := p.parseString()
-		if err != nil {
-			return err
-		}
-		if escaped {
-			// Rare: the name holds '"', '\\' or a control character, so its JCS form
-			// is not its decoded form, which is what members are sorted by.
-			m.name, m.inKeys = len(p.keys), true
-			p.keys = unescape(p.keys, p.out[m.start+1:len(p.out)-1])
-			m.n = len(p.keys) - m.name
+		m := member{start: len(p.out), src: name.Start}
+		p.appendString(name)
+		if name.Escaped {
+			// Rare: members are sorted by their decoded names, which differ from the
+			// input's bytes only where those hold escapes.
+			m.name, m.n, m.inKeys = len(p.keys), len(p.str), true
+			p.keys = append(p.keys, p.str...)
 		} else {
-			m.name, m.n = m.start+1, len(p.out)-m.start-2
-		}
-		p.skipSpace()
-		if p.pos >= len(p.in) {
-			return p.errAt(len(p.in), reasonEOF)
-		}
-		if p.in[p.pos] != ':' {
-			return p.unexpected(p.pos, reasonColon)
+			m.name, m.n = m.start+1, name.End-name.Start-2
 		}
 		p.out = append(p.out, ':')
-		p.pos++
-		p.skipSpace()
 		if err := p.parseValue(); err != nil {
 			return err
 		}
 		m.end = len(p.out)
 		p.members = append(p.members, m)
-		p.skipSpace()
-		if p.pos >= len(p.in) {
-			return p.errAt(len(p.in), reasonEOF)
-		}
-		if c := p.in[p.pos]; c == ',' {
-			p.out = append(p.out, ',')
-			p.pos++
-			p.skipSpace()
-			continue
-		} else if c != '}' {
-			return p.unexpected(p.pos, reasonObjectNext)
-		}
-		p.pos++
-		break
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := p.sortMembers(base, region); err != nil {
 		return err
 	}
 	p.members, p.keys = p.members[:base], p.keys[:keysBase]
 	p.out = append(p.out, '}')
-	p.depth--
 	return nil
 }
 

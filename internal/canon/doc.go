@@ -44,6 +44,11 @@
 // right, except that an object is read to its end before its names are compared: a
 // duplicate name is reported only if the rest of its object is well formed.
 //
+// The JSON text is read by internal/jsontok, agentgate's one JSON tokenizer, with its
+// strict (I-JSON) defaults; jsontok reports refusals of the text itself in the words
+// above, and canon adds what JCS needs on top of the grammar: duplicate names, number
+// magnitudes, member order and the output form.
+//
 // The package is pure Go, holds no global mutable state beyond a sync.Pool of buffers, and
 // all its functions are safe for concurrent use.
 package canon

@@ -1,8 +1,9 @@
 package canon
 
 import (
-	"fmt"
 	"strconv"
+
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // Error is the error returned for every refusal by [Transform], [Append], [AppendString]
@@ -30,48 +31,34 @@ func (e *Error) Error() string {
 	return "canon: offset " + strconv.FormatInt(e.Offset, 10) + ": " + e.Reason
 }
 
-// Reasons, kept as constants so that tests and callers compare them exactly.
+// Reasons, kept as constants so that tests and callers compare them exactly: first the
+// rules JCS adds to JSON's, then those of JSON text, which the tokenizer
+// (internal/jsontok) reports in canon's words.
 const (
-	reasonEOF          = "unexpected end of input"
-	reasonUTF8         = "invalid UTF-8"
-	reasonEscape       = "invalid escape sequence"
-	reasonHexEscape    = `invalid \u escape: expected 4 hexadecimal digits`
-	reasonLoneHigh     = `lone high surrogate in \u escape`
-	reasonLoneLow      = `lone low surrogate in \u escape`
 	reasonDuplicate    = "duplicate object member name"
-	reasonNaN          = "NaN is not a JSON number"
-	reasonInfinity     = "Infinity is not a JSON number"
 	reasonOverflow     = "number overflows an IEEE-754 double"
-	reasonLeadingZero  = "leading zero in number"
-	reasonDigit        = "expected digit in number"
-	reasonTrailing     = "trailing data after JSON value"
-	reasonDepth        = "nesting deeper than 1000 arrays and objects"
-	reasonValue        = "expected JSON value"
-	reasonName         = "expected string for object member name"
-	reasonColon        = "expected ':' after object member name"
-	reasonObjectNext   = "expected ',' or '}' after object member"
-	reasonArrayNext    = "expected ',' or ']' after array element"
-	reasonLiteral      = "invalid literal"
+	reasonDepth        = "nesting deeper than 1000 arrays and objects" // jsontok.DepthReason(MaxDepth)
 	reasonNumberNaN    = "NaN cannot be serialized as JSON"
 	reasonNumberInfPos = "+Inf cannot be serialized as JSON"
 	reasonNumberInfNeg = "-Inf cannot be serialized as JSON"
 )
 
-// found names the byte at in[off] for an error reason: a quoted ASCII character, a
-// code point for valid non-ASCII UTF-8, or a hex byte.
-func found(in []byte, off int) string {
-	c := in[off]
-	switch {
-	case c >= 0x20 && c < 0x7f:
-		return fmt.Sprintf("found %q", rune(c))
-	case c < 0x80:
-		return fmt.Sprintf("found byte 0x%02x", c)
-	default:
-		return fmt.Sprintf("found U+%04X", decodeRuneOK(in[off:]))
-	}
-}
-
-// controlReason is the reason for a raw control character inside a string.
-func controlReason(c byte) string {
-	return fmt.Sprintf("unescaped control character U+%04X in string", c)
-}
+const (
+	reasonEOF         = jsontok.ReasonEOF
+	reasonUTF8        = jsontok.ReasonUTF8
+	reasonEscape      = jsontok.ReasonEscape
+	reasonHexEscape   = jsontok.ReasonHexEscape
+	reasonLoneHigh    = jsontok.ReasonLoneHigh
+	reasonLoneLow     = jsontok.ReasonLoneLow
+	reasonNaN         = jsontok.ReasonNaN
+	reasonInfinity    = jsontok.ReasonInfinity
+	reasonLeadingZero = jsontok.ReasonLeadingZero
+	reasonDigit       = jsontok.ReasonDigit
+	reasonTrailing    = jsontok.ReasonTrailing
+	reasonValue       = jsontok.ReasonValue
+	reasonName        = jsontok.ReasonName
+	reasonColon       = jsontok.ReasonColon
+	reasonObjectNext  = jsontok.ReasonObjectNext
+	reasonArrayNext   = jsontok.ReasonArrayNext
+	reasonLiteral     = jsontok.ReasonLiteral
+)

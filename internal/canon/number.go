@@ -100,64 +100,22 @@ func appendFloat(dst []byte, f float64) []byte {
 	return dst
 }
 
-func isDigit(c byte) bool { return c-'0' < 10 }
-
-// parseNumber reads the JSON number at p.pos (RFC 8259 section 6 grammar), appends its
-// JCS form to p.out and moves p.pos past it.
+// parseNumber reads the number at the scanner (RFC 8259 section 6 grammar, checked by the
+// tokenizer) and appends its JCS form to p.out.
 func (p *parser) parseNumber() error {
-	in := p.in
-	start := p.pos
-	i := start
-	if in[i] == '-' {
-		i++
-		if i >= len(in) {
-			return p.errAt(i, reasonEOF)
-		}
+	t, err := p.s.ReadNumber()
+	if err != nil {
+		return err
 	}
-	intStart := i
-	switch c := in[i]; {
-	case c == '0':
-		i++
-		if i < len(in) && isDigit(in[i]) {
-			return p.errAt(i, reasonLeadingZero)
-		}
-	case isDigit(c):
-		for i++; i < len(in) && isDigit(in[i]); i++ {
-		}
-	case c == 'I' && hasPrefix(in[i:], "Infinity"):
-		return p.errAt(start, reasonInfinity)
-	default:
-		return p.unexpected(i, reasonDigit)
+	tok := p.in[t.Start:t.End]
+	intDigits := len(tok)
+	if tok[0] == '-' {
+		intDigits--
 	}
-	intDigits := i - intStart
-	plain := true
-	if i < len(in) && in[i] == '.' {
-		plain = false
-		i++
-		if i >= len(in) || !isDigit(in[i]) {
-			return p.unexpected(i, reasonDigit)
-		}
-		for i++; i < len(in) && isDigit(in[i]); i++ {
-		}
-	}
-	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
-		plain = false
-		i++
-		if i < len(in) && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
-		if i >= len(in) || !isDigit(in[i]) {
-			return p.unexpected(i, reasonDigit)
-		}
-		for i++; i < len(in) && isDigit(in[i]); i++ {
-		}
-	}
-	tok := in[start:i]
-	p.pos = i
 	// An integer of at most 15 digits is below 2^53, so it is exact and already in JCS
 	// form (the grammar rules out leading zeros), except that -0 is written 0.
-	if plain && intDigits <= 15 {
-		if intDigits == 1 && in[intStart] == '0' {
+	if t.Integer && intDigits <= 15 {
+		if intDigits == 1 && tok[len(tok)-1] == '0' {
 			p.out = append(p.out, '0')
 		} else {
 			p.out = append(p.out, tok...)
@@ -171,12 +129,8 @@ func (p *parser) parseNumber() error {
 	// IEEE-754 reading of the text and so is accepted.
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
-		return p.errAt(start, reasonOverflow)
+		return p.errAt(t.Start, reasonOverflow)
 	}
 	p.out, _ = AppendNumber(p.out, f)
 	return nil
-}
-
-func hasPrefix(b []byte, s string) bool {
-	return len(b) >= len(s) && string(b[:len(s)]) == s
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // Outcome is what a decision does with the gateway's message.
@@ -133,50 +134,53 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
+	// The result is edited without decoding it into Go values: a decode/encode round trip
+	// would reorder members, reformat numbers and drop fields, and the contract is that
+	// everything but the dropped tools stays byte-identical. jsontok's spans say where
+	// each tool's exact bytes are.
+	//
 	// The members other than "tools" pass through untouched, so they are validated
 	// strictly here; each tool is validated by canonicalization (or was, when its exact
-	// bytes hit the digest cache), and only validated tools are ever kept.
-	top := skipSpace(result, 0)
-	var tools span
-	n := 0
-	end, err := members(result, top, func(m member) bool {
-		if e, err := validString(result, m.name.start); err != nil || e != m.name.end {
-			n = -1
-			return false
-		}
-		if nameIs(result[m.name.start:m.name.end], "tools") {
-			tools = m.value
-			n++
-			return true
-		}
-		e, err := validValue(result, m.value.start, 1)
-		if err != nil || e != m.value.end {
-			n = -1
-			return false
-		}
-		return true
-	})
-	if err != nil || n != 1 || end == 0 || skipSpace(result, end) != len(result) || result[tools.start] != '[' {
-		return deny(CauseMalformed, "the tools/list result is not valid JSON with a single \"tools\" array; denied")
-	}
-
+	// bytes hit the digest cache), and only validated tools are ever kept, so the tools
+	// array is walked by its brackets only (RawValue).
 	buf := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(buf)
 	var items []listedTool
-	count := 0
-	_, err = elements(result, tools.start, func(e span) error {
-		count++
-		if count%64 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+	var tools span
+	n, count := 0, 0
+	s := jsontok.NewScanner(result, maxDepth, jsontok.AllowLoneSurrogates)
+	err := s.Object(func(name jsontok.Token) error {
+		if !jsontok.Equal(result[name.Start+1:name.End-1], "tools") {
+			_, err := s.Skip()
+			return err
 		}
-		items = append(items, p.digestTool(srvs, result[e.start:e.end], e, buf))
-		return nil
+		if n++; n > 1 {
+			return errToolsTwice
+		}
+		tools.start = s.Pos()
+		err := s.Array(func() error {
+			count++
+			if count%64 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t, err := s.RawValue()
+			if err != nil {
+				return err
+			}
+			items = append(items, p.digestTool(srvs, result[t.Start:t.End], span{t.Start, t.End}, buf))
+			return nil
+		})
+		tools.end = s.Pos()
+		return err
 	})
-	if err != nil {
-		if ctx.Err() != nil {
+	if err == nil {
+		err = s.End()
+	}
+	if err != nil || n != 1 {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return deny(CauseDeadline, "the tools/list decision did not finish in time; denied")
 		}
-		return deny(CauseMalformed, "the tools/list result's \"tools\" array is malformed; denied")
+		return deny(CauseMalformed, "the tools/list result is not valid JSON with a single \"tools\" array; denied")
 	}
 
 	// A name listed twice is refused: a client could not tell which definition it gets.
@@ -343,27 +347,75 @@ func attribute(srvs []*server, name string) (int, string) {
 }
 
 // toolName returns the "name" member of a tool object, decoded strictly, and the span of
-// its raw token within raw.
+// its raw token within raw. The other members' values are walked by their brackets only:
+// canonicalization checks them.
 func toolName(raw []byte) (string, span, error) {
 	var tok span
 	n := 0
-	if _, err := members(raw, 0, func(m member) bool {
-		if nameIs(raw[m.name.start:m.name.end], "name") {
-			tok = m.value
+	s := jsontok.NewScanner(raw, maxDepth, jsontok.AllowLoneSurrogates|jsontok.AllowInvalidUTF8)
+	if err := s.Object(func(name jsontok.Token) error {
+		t, err := s.RawValue()
+		if err == nil && jsontok.Equal(raw[name.Start+1:name.End-1], "name") {
+			tok = span{t.Start, t.End}
 			n++
 		}
-		return true
+		return err
 	}); err != nil {
 		return "", tok, errors.New("the tool is not a JSON object")
 	}
 	if n != 1 || raw[tok.start] != '"' {
 		return "", tok, errors.New("the tool has no single string name")
 	}
-	name, err := decodeString(raw[tok.start:tok.end])
+	name, err := jsontok.Unquote(raw[tok.start+1:tok.end-1], 0)
 	if err != nil {
-		return "", tok, fmt.Errorf("the tool name: %v", err)
+		return "", tok, fmt.Errorf("the tool name: %s", nameRefusal(err))
 	}
 	return name, tok, nil
+}
+
+// nameRefusal words why a tool name cannot be decoded, as observations record it.
+func nameRefusal(err error) string {
+	var e *jsontok.Error
+	if errors.As(err, &e) {
+		switch e.Reason {
+		case jsontok.ReasonUTF8:
+			return "invalid UTF-8 in string"
+		case jsontok.ReasonLoneHigh, jsontok.ReasonLoneLow:
+			return "lone surrogate escape in string"
+		}
+	}
+	return "malformed JSON"
+}
+
+// callName validates tools/call params strictly, as valid does, and in the same pass
+// finds their "name" member: jsonOK says whether params are valid JSON, nameOK whether
+// they are an object with exactly one "name", a string that decodes strictly.
+func callName(params []byte) (name string, jsonOK, nameOK bool) {
+	if params == nil {
+		return "", false, false
+	}
+	s := jsontok.NewScanner(params, maxDepth, jsontok.AllowLoneSurrogates)
+	if s.Peek() != jsontok.Object {
+		return "", valid(params), false
+	}
+	var tok jsontok.Token
+	n := 0
+	err := s.Object(func(member jsontok.Token) error {
+		t, err := s.Skip()
+		if err == nil && jsontok.Equal(params[member.Start+1:member.End-1], "name") {
+			tok = t
+			n++
+		}
+		return err
+	})
+	if err != nil || s.End() != nil {
+		return "", false, false
+	}
+	if n != 1 || tok.Kind != jsontok.String {
+		return "", true, false
+	}
+	name, err = jsontok.Unquote(params[tok.Start+1:tok.End-1], 0)
+	return name, true, err == nil
 }
 
 // observe records (once per distinct definition) a listed tool that was not served.
@@ -451,11 +503,11 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
-	if params == nil || !valid(params) {
+	name, jsonOK, nameOK := callName(params)
+	if !jsonOK {
 		return deny(CauseMalformed, "the tools/call params are missing or not valid JSON; denied")
 	}
-	name, _, err := toolName(params[skipSpace(params, 0):])
-	if err != nil {
+	if !nameOK {
 		return deny(CauseMalformed, "the tools/call params have no single valid string name; denied")
 	}
 	if ctx.Err() != nil {
@@ -496,10 +548,18 @@ func clip(s string) string {
 	return s[:i] + "…"
 }
 
+// span is b[start:end] of some input.
+type span struct{ start, end int }
+
+// maxDepth bounds nesting in what the processor validates, as canon.MaxDepth bounds it in
+// canonicalization.
+const maxDepth = canon.MaxDepth
+
+var errToolsTwice = errors.New(`"tools" twice`)
+
 // valid reports whether b is exactly one strictly valid JSON value (with optional
-// surrounding whitespace).
+// surrounding whitespace): RFC 8259 and valid UTF-8, as encoding/json.Valid accepts it
+// once invalid UTF-8 is refused.
 func valid(b []byte) bool {
-	i := skipSpace(b, 0)
-	e, err := validValue(b, i, 0)
-	return err == nil && skipSpace(b, e) == len(b)
+	return jsontok.Valid(b, maxDepth, jsontok.AllowLoneSurrogates)
 }

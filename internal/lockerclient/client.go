@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // Defaults of Config.
@@ -345,11 +346,12 @@ func (c *Client) getJSONObject(ctx context.Context, r *request) (int, []byte, er
 }
 
 func isJSONObject(b []byte) bool {
-	s := scanner{b: b}
-	if s.peek() != '{' {
+	s := newScanner(b)
+	if s.Peek() != jsontok.Object {
 		return false
 	}
-	return s.skipValue(0) == nil && s.end() == nil
+	_, err := s.Skip()
+	return err == nil && s.End() == nil
 }
 
 // CreateRequest is the body of POST /v1/pads.

@@ -344,9 +344,9 @@ func asDaemon(err error) *DaemonError {
 
 // parseCreated reads a create response; padID is set whenever pad_id is a string.
 func parseCreated(raw []byte) (caps Capabilities, padID string, ok bool) {
-	s := scanner{b: raw}
+	s := newScanner(raw)
 	var have uint8
-	err := s.members(func(k []byte) error {
+	err := members(&s, raw, func(k []byte) error {
 		var dst *string
 		var bit uint8
 		switch string(k) {
@@ -357,9 +357,10 @@ func parseCreated(raw []byte) (caps Capabilities, padID string, ok bool) {
 		case "read_ticket":
 			dst, bit = &caps.ReadTicket, 4
 		default:
-			return s.skipValue(0)
+			_, err := s.Skip()
+			return err
 		}
-		v, isStr, err := s.stringValue()
+		v, isStr, err := stringValue(&s, raw)
 		if isStr && v != "" {
 			*dst = v
 			have |= bit
@@ -385,31 +386,30 @@ func (c *Client) appendAck(ctx context.Context, caps Capabilities, b DepositBloc
 		return ack{}, err
 	}
 	a := ack{seqShown: "none"}
-	s := scanner{b: raw}
-	_ = s.members(func(k []byte) error {
+	s := newScanner(raw)
+	_ = members(&s, raw, func(k []byte) error {
 		switch string(k) {
 		case "seq":
-			s.ws()
-			start := s.i
-			iv, err := s.integer()
-			a.seq, a.seqOK, a.seqShown = iv.n, iv.isInt, capText(string(s.b[start:s.i]))
+			iv, err := integer(&s, raw)
+			a.seq, a.seqOK, a.seqShown = iv.n, iv.isInt, capText(string(iv.raw))
 			return err
 		case "curr_hash":
-			v, _, err := s.stringValue()
+			v, _, err := stringValue(&s, raw)
 			a.currHash = v
 			return err
 		}
-		return s.skipValue(0)
+		_, err := s.Skip()
+		return err
 	})
 	return a, nil
 }
 
 func parseSealed(raw []byte) (state, head *string) {
-	s := scanner{b: raw}
-	_ = s.members(func(k []byte) error {
+	s := newScanner(raw)
+	_ = members(&s, raw, func(k []byte) error {
 		switch string(k) {
 		case "state", "head_hash":
-			v, ok, err := s.stringValue()
+			v, ok, err := stringValue(&s, raw)
 			if ok {
 				if string(k) == "state" {
 					state = ptr(v)
@@ -419,7 +419,8 @@ func parseSealed(raw []byte) (state, head *string) {
 			}
 			return err
 		}
-		return s.skipValue(0)
+		_, err := s.Skip()
+		return err
 	})
 	return state, head
 }

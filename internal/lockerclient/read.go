@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 	"github.com/agentgate-dev/agentgate/internal/locker"
 )
 
@@ -72,26 +73,27 @@ func (c *Client) Manifest(ctx context.Context, padID string) (*Manifest, error) 
 
 func parseManifest(body []byte) (*Manifest, error) {
 	m := &Manifest{TotalBytes: -1}
-	s := scanner{b: body}
-	err := s.members(func(k []byte) error {
+	s := newScanner(body)
+	err := members(&s, body, func(k []byte) error {
 		known := ""
 		for _, mk := range manifestKeys {
 			if string(k) == mk {
 				known = mk
 			}
 		}
-		raw, err := s.rawValue()
+		t, err := s.Skip()
 		if err != nil || known == "" {
 			return err
 		}
+		raw := body[t.Start:t.End]
 		if m.Value(known) != nil {
 			return fmt.Errorf("duplicate member %q", known)
 		}
 		m.Fields = append(m.Fields, Field{Key: known, Value: json.RawMessage(raw)})
-		vs := scanner{b: raw}
+		vs := newScanner(raw)
 		switch known {
 		case "pad_id", "state", "head_hash":
-			v, ok, _ := vs.stringValue()
+			v, ok, _ := stringValue(&vs, raw)
 			if ok {
 				switch known {
 				case "pad_id":
@@ -103,22 +105,22 @@ func parseManifest(body []byte) (*Manifest, error) {
 				}
 			}
 		case "block_count":
-			if iv, _ := vs.integer(); iv.isInt && iv.n >= 0 && iv.n <= 1<<31 {
+			if iv, _ := integer(&vs, raw); iv.isInt && iv.n >= 0 && iv.n <= 1<<31 {
 				m.BlockCount, m.BlockCountOK = int(iv.n), true
 			}
 		case "total_bytes":
-			if iv, _ := vs.integer(); iv.isInt && iv.n >= 0 {
+			if iv, _ := integer(&vs, raw); iv.isInt && iv.n >= 0 {
 				m.TotalBytes = iv.n
 			}
 		case "sealed_at":
-			if iv, _ := vs.integer(); iv.isInt {
+			if iv, _ := integer(&vs, raw); iv.isInt {
 				m.SealedAt = ptr(iv.n)
 			}
 		}
 		return nil
 	})
 	if err == nil {
-		err = s.end()
+		err = s.End()
 	}
 	return m, err
 }
@@ -327,95 +329,69 @@ func quoteRaw(raw []byte) string {
 // page decodes and checks one /blocks response for blocks from..to.
 func (w *walk) page(body []byte, from, to int) *VerificationError {
 	want := to - from + 1
-	s := scanner{b: body}
+	s := newScanner(body)
 	var seen uint8
-	var padID []byte
+	var padID string
 	var hasPadID bool
 	var total, echoFrom, echoTo, count intValue
 	got := 0
 	dup := func(bit uint8) error {
 		if seen&bit != 0 {
-			return s.fail("duplicate member")
+			return syntaxError(&s, "duplicate member")
 		}
 		seen |= bit
 		return nil
 	}
-	err := s.members(func(k []byte) error {
+	ints := [...]struct {
+		key string
+		bit uint8
+		v   *intValue
+	}{{"total_blocks", 2, &total}, {"from", 4, &echoFrom}, {"to", 8, &echoTo}, {"count", 16, &count}}
+	err := members(&s, body, func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "pad_id":
 			if err = dup(1); err != nil {
 				return err
 			}
-			if s.peek() != '"' {
-				return s.skipValue(0)
-			}
-			span, err := s.stringSpan()
-			if err != nil {
-				return err
-			}
-			if padID, err = decodeString(nil, span); err != nil {
-				return s.fail("invalid pad_id")
-			}
-			hasPadID = true
-		case "total_blocks":
-			if err = dup(2); err == nil {
-				total, err = s.integer()
-			}
-		case "from":
-			if err = dup(4); err == nil {
-				echoFrom, err = s.integer()
-			}
-		case "to":
-			if err = dup(8); err == nil {
-				echoTo, err = s.integer()
-			}
-		case "count":
-			if err = dup(16); err == nil {
-				count, err = s.integer()
+			padID, hasPadID, err = stringValue(&s, body)
+			return err
+		case "total_blocks", "from", "to", "count":
+			for _, m := range ints {
+				if string(k) == m.key {
+					if err = dup(m.bit); err == nil {
+						*m.v, err = integer(&s, body)
+					}
+				}
 			}
 		case "blocks":
 			if err = dup(32); err != nil {
 				return err
 			}
-			if s.peek() != '[' {
-				return s.fail("blocks is not an array")
+			if s.Peek() != jsontok.Array {
+				return syntaxError(&s, "blocks is not an array")
 			}
-			s.i++
-			if s.peek() == ']' {
-				s.i++
-				return nil
-			}
-			for {
-				if err := w.block(&s, from+got, got < want); err != nil {
-					return err
-				}
+			return s.Array(func() error {
+				err := w.block(&s, body, from+got, got < want)
 				got++
-				switch s.peek() {
-				case ',':
-					s.i++
-				case ']':
-					s.i++
-					return nil
-				default:
-					return s.fail("expected ',' or ']'")
-				}
-			}
+				return err
+			})
 		default:
-			return s.skipValue(0)
+			_, err := s.Skip()
+			return err
 		}
 		return err
 	})
 	if err == nil {
-		err = s.end()
+		err = s.End()
 	}
 	if err != nil {
 		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d is not a well-formed block list (%v)", from, to, err)}
 	}
-	if !hasPadID || string(padID) != w.padID {
+	if !hasPadID || padID != w.padID {
 		served := "no pad_id"
 		if hasPadID {
-			served = "pad " + strconv.Quote(capText(string(padID)))
+			served = "pad " + strconv.Quote(capText(padID))
 		}
 		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon answered with %s while %s was requested", served, strconv.Quote(capText(w.padID)))}
 	}
@@ -451,57 +427,57 @@ type span struct {
 	raw  []byte
 }
 
-func (s *scanner) spanValue() (span, error) {
-	switch s.peek() {
-	case '"':
-		raw, err := s.stringSpan()
+// spanValue consumes a value: a string is taken as a raw span, checked by its consumer.
+func spanValue(s *jsontok.Scanner) (span, error) {
+	switch s.Peek() {
+	case jsontok.String:
+		raw, err := s.RawString()
 		return span{kind: isString, raw: raw}, err
-	case 'n':
-		if s.literal("null") {
-			return span{kind: isNull}, nil
-		}
+	case jsontok.Null:
+		_, err := s.ReadLiteral()
+		return span{kind: isNull}, err
 	}
-	return span{kind: isOther}, s.skipValue(0)
+	_, err := s.Skip()
+	return span{kind: isOther}, err
 }
 
 // block decodes one block object at position index. process is false for blocks past the
 // page's requested count: they are parsed (to report the count) but not kept.
-func (w *walk) block(s *scanner, index int, process bool) error {
+func (w *walk) block(s *jsontok.Scanner, body []byte, index int, process bool) error {
 	var seq intValue
 	var seqRaw []byte
 	var prev, curr, b64s, text span
 	var created intValue
 	var seen uint8
-	err := s.members(func(k []byte) error {
+	err := members(s, body, func(k []byte) error {
 		bit := uint8(0)
 		var err error
 		switch string(k) {
 		case "seq":
 			bit = 1
-			s.ws()
-			start := s.i
-			seq, err = s.integer()
-			seqRaw = s.b[start:s.i]
+			seq, err = integer(s, body)
+			seqRaw = seq.raw
 		case "prev_hash":
 			bit = 2
-			prev, err = s.spanValue()
+			prev, err = spanValue(s)
 		case "curr_hash":
 			bit = 4
-			curr, err = s.spanValue()
+			curr, err = spanValue(s)
 		case "payload_b64":
 			bit = 8
-			b64s, err = s.spanValue()
+			b64s, err = spanValue(s)
 		case "payload_utf8":
 			bit = 16
-			text, err = s.spanValue()
+			text, err = spanValue(s)
 		case "created_at":
 			bit = 32
-			created, err = s.integer()
+			created, err = integer(s, body)
 		default:
-			return s.skipValue(0) // content_type and anything else: not returned
+			_, err := s.Skip() // content_type and anything else: not returned
+			return err
 		}
 		if seen&bit != 0 {
-			return s.fail("duplicate member in a block")
+			return syntaxError(s, "duplicate member in a block")
 		}
 		seen |= bit
 		return err
@@ -561,7 +537,7 @@ func (w *walk) block(s *scanner, index int, process bool) error {
 			return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
 		}
 		var err error
-		if src, err = decodeString(nil, src); err != nil {
+		if src, err = jsontok.AppendUnquote(nil, src, jsontok.AllowLoneSurrogates); err != nil {
 			return fail(CauseInconsistentBlocks, "block %d: the payload is not valid base64", index)
 		}
 	}
@@ -575,7 +551,7 @@ func (w *walk) block(s *scanner, index int, process bool) error {
 			return fail(CauseRepresentationMismatch, "block %d: the daemon presented no text for a payload that is valid UTF-8; refusing a representation that disagrees with the verified bytes", index)
 		}
 	case isString:
-		if !valid || !matchText(text.raw, payload) {
+		if !valid || !jsontok.Equal(text.raw, payload) {
 			return fail(CauseRepresentationMismatch, "block %d: the text the daemon presented does not match the payload bytes it served; refusing a representation that disagrees with the verified bytes", index)
 		}
 	case isOther:
@@ -600,47 +576,5 @@ func (w *walk) block(s *scanner, index int, process bool) error {
 
 // hashIs reports whether a served hash member equals want (64 lowercase hex bytes).
 func hashIs(s span, want []byte) bool {
-	if s.kind != isString {
-		return false
-	}
-	if bytes.Equal(s.raw, want) {
-		return true
-	}
-	if bytes.IndexByte(s.raw, '\\') < 0 {
-		return false
-	}
-	var scratch [64]byte
-	v, err := decodeString(scratch[:0], s.raw)
-	return err == nil && bytes.Equal(v, want)
-}
-
-// matchText reports whether a JSON string span decodes to exactly p, without allocating:
-// raw runs are compared in place, escapes decoded one at a time. A lone surrogate escape
-// never matches (strict UTF-8 text cannot hold one).
-func matchText(span, p []byte) bool {
-	for {
-		bs := bytes.IndexByte(span, '\\')
-		run := span
-		if bs >= 0 {
-			run = span[:bs]
-		}
-		if len(run) > len(p) || !bytes.Equal(run, p[:len(run)]) || hasControl(run) {
-			return false
-		}
-		p = p[len(run):]
-		if bs < 0 {
-			return len(p) == 0
-		}
-		r, n, ok := unescape(span[bs:])
-		if !ok || r < 0 {
-			return false
-		}
-		var enc [utf8.UTFMax]byte
-		m := utf8.EncodeRune(enc[:], r)
-		if m > len(p) || !bytes.Equal(enc[:m], p[:m]) {
-			return false
-		}
-		p = p[m:]
-		span = span[bs+n:]
-	}
+	return s.kind == isString && (bytes.Equal(s.raw, want) || jsontok.Equal(s.raw, want))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
 
 // Tool arguments are re-encoded byte for byte as the Python peer's json.dumps defaults
@@ -61,74 +63,41 @@ func (v *value) typeName() string {
 	return "object"
 }
 
-// maxNesting bounds argument nesting (Python's json gives up near its recursion limit).
-const maxNesting = 500
+// maxNesting bounds argument nesting, in arrays and objects (Python's json gives up near
+// its recursion limit).
+const maxNesting = 501
 
+// parser builds the ordered tree from what a jsontok.Scanner reads.
 type parser struct {
 	b []byte
-	i int
+	s jsontok.Scanner
 }
 
-// parseJSON parses one complete JSON document strictly (RFC 8259). Raw bytes that are not
-// valid UTF-8 become U+FFFD.
+// parseJSON parses one complete JSON document strictly (RFC 8259). As Python's json.loads
+// of a str does, it keeps lone surrogate escapes (as their code points) and reads raw
+// bytes that are not valid UTF-8 as U+FFFD.
 func parseJSON(b []byte) (*value, error) {
-	p := &parser{b: b}
-	v, err := p.value(0)
+	p := &parser{b: b, s: jsontok.NewScanner(b, maxNesting, jsontok.AllowLoneSurrogates|jsontok.AllowInvalidUTF8)}
+	v, err := p.value()
+	if err == nil {
+		err = p.s.End()
+	}
 	if err != nil {
 		return nil, err
-	}
-	p.ws()
-	if p.i != len(p.b) {
-		return nil, p.errorf("data after the value")
 	}
 	return v, nil
 }
 
-func (p *parser) errorf(format string, a ...any) error {
-	return fmt.Errorf("invalid JSON at offset %d: %s", p.i, fmt.Sprintf(format, a...))
-}
-
-func (p *parser) ws() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
-
-func (p *parser) value(depth int) (*value, error) {
-	if depth > maxNesting {
-		return nil, p.errorf("nesting deeper than %d", maxNesting)
-	}
-	p.ws()
-	if p.i >= len(p.b) {
-		return nil, p.errorf("unexpected end")
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		p.i++
+func (p *parser) value() (*value, error) {
+	switch p.s.Peek() {
+	case jsontok.Object:
 		v := &value{kind: kObject}
 		index := map[string]int{}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == '}' {
-			p.i++
-			return v, nil
-		}
-		for {
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != '"' {
-				return nil, p.errorf("expected a string key")
-			}
-			k, err := p.str()
+		err := p.s.Object(func(name jsontok.Token) error {
+			k := p.runes(name)
+			val, err := p.value()
 			if err != nil {
-				return nil, err
-			}
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return nil, p.errorf("expected ':'")
-			}
-			p.i++
-			val, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
+				return err
 			}
 			enc := string(appendPyString(nil, k))
 			if at, dup := index[enc]; dup {
@@ -137,172 +106,67 @@ func (p *parser) value(depth int) (*value, error) {
 				index[enc] = len(v.members)
 				v.members = append(v.members, member{key: k, enc: enc, val: val})
 			}
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == '}' {
-				p.i++
-				return v, nil
-			}
-			return nil, p.errorf("expected ',' or '}'")
-		}
-	case c == '[':
-		p.i++
-		v := &value{kind: kArray, items: []*value{}}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			return v, nil
-		}
-		for {
-			item, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			v.items = append(v.items, item)
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == ']' {
-				p.i++
-				return v, nil
-			}
-			return nil, p.errorf("expected ',' or ']'")
-		}
-	case c == '"':
-		s, err := p.str()
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		return &value{kind: kString, str: s}, nil
-	case c == 't' && strings.HasPrefix(string(p.b[p.i:min(len(p.b), p.i+4)]), "true"):
-		p.i += 4
-		return &value{kind: kBool, b: true}, nil
-	case c == 'f' && strings.HasPrefix(string(p.b[p.i:min(len(p.b), p.i+5)]), "false"):
-		p.i += 5
-		return &value{kind: kBool}, nil
-	case c == 'n' && strings.HasPrefix(string(p.b[p.i:min(len(p.b), p.i+4)]), "null"):
-		p.i += 4
-		return &value{kind: kNull}, nil
-	case c == '-' || ('0' <= c && c <= '9'):
-		return p.number()
-	}
-	return nil, p.errorf("expected a value")
-}
-
-func (p *parser) number() (*value, error) {
-	start := p.i
-	digits := func() int {
-		n := 0
-		for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
-			p.i++
-			n++
+		return v, nil
+	case jsontok.Array:
+		v := &value{kind: kArray, items: []*value{}}
+		err := p.s.Array(func() error {
+			item, err := p.value()
+			v.items = append(v.items, item)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		return n
-	}
-	if p.b[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.b) && p.b[p.i] == '0' {
-		p.i++
-	} else if digits() == 0 {
-		return nil, p.errorf("invalid number")
-	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return nil, p.errorf("invalid number")
+		return v, nil
+	case jsontok.String:
+		t, err := p.s.ReadString()
+		if err != nil {
+			return nil, err
 		}
-	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
-			p.i++
+		return &value{kind: kString, str: p.runes(t)}, nil
+	case jsontok.Number:
+		t, err := p.s.ReadNumber()
+		if err != nil {
+			return nil, err
 		}
-		if digits() == 0 {
-			return nil, p.errorf("invalid number")
-		}
+		return &value{kind: kNumber, num: string(p.b[t.Start:t.End])}, nil
 	}
-	return &value{kind: kNumber, num: string(p.b[start:p.i])}, nil
-}
-
-// str reads a string token, keeping lone surrogates.
-func (p *parser) str() ([]rune, error) {
-	p.i++ // opening quote
-	var out []rune
-	for {
-		if p.i >= len(p.b) {
-			return nil, p.errorf("unterminated string")
-		}
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			if out == nil {
-				out = []rune{}
-			}
-			return out, nil
-		case c < 0x20:
-			return nil, p.errorf("control character in a string")
-		case c == '\\':
-			if p.i+1 >= len(p.b) {
-				return nil, p.errorf("unterminated escape")
-			}
-			e := p.b[p.i+1]
-			p.i += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, rune(e))
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := p.hex4()
-				if !ok {
-					return nil, p.errorf("invalid \\u escape")
-				}
-				if 0xD800 <= r && r < 0xDC00 && p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-					save := p.i
-					p.i += 2
-					if r2, ok := p.hex4(); ok && 0xDC00 <= r2 && r2 <= 0xDFFF {
-						out = append(out, utf16.DecodeRune(r, r2))
-						continue
-					}
-					p.i = save
-				}
-				out = append(out, r) // BMP character or lone surrogate
-			default:
-				return nil, p.errorf("invalid escape")
-			}
-		default:
-			r, n := utf8.DecodeRune(p.b[p.i:])
-			out = append(out, r) // invalid bytes decode as U+FFFD
-			p.i += n
-		}
-	}
-}
-
-func (p *parser) hex4() (rune, bool) {
-	if p.i+4 > len(p.b) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(p.b[p.i:p.i+4]), 16, 32)
+	t, err := p.s.ReadLiteral()
 	if err != nil {
-		return 0, false
+		return nil, err
 	}
-	p.i += 4
-	return rune(n), true
+	switch t.Kind {
+	case jsontok.True:
+		return &value{kind: kBool, b: true}, nil
+	case jsontok.False:
+		return &value{kind: kBool}, nil
+	}
+	return &value{kind: kNull}, nil
+}
+
+// runes decodes a string the scanner has checked, as Python does: escapes joined into
+// surrogate pairs where they pair up and kept as lone surrogates where they do not, and
+// each byte of invalid UTF-8 as U+FFFD.
+func (p *parser) runes(t jsontok.Token) []rune {
+	s := p.b[t.Start+1 : t.End-1]
+	out := []rune{}
+	for len(s) > 0 {
+		if s[0] == '\\' {
+			r, n, _ := jsontok.UnescapeAt(s)
+			out = append(out, r)
+			s = s[n:]
+			continue
+		}
+		r, n := utf8.DecodeRune(s)
+		out = append(out, r)
+		s = s[n:]
+	}
+	return out
 }
 
 // pyDumps encodes v as Python's json.dumps(v) with default arguments.
