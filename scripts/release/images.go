@@ -44,8 +44,10 @@ type ImageArtifact struct {
 	Binary     string `json:"binary"`
 	Entrypoint string `json:"entrypoint"`
 	Dockerfile string `json:"dockerfile"`
-	// BaseDigest is the manifest digest of the base the image was built on.
-	BaseDigest string `json:"base_digest"`
+	// Base is the base image it was built on, and BaseDigest that image's manifest digest
+	// as the builder's store knew it.
+	Base       string `json:"base"`
+	BaseDigest string `json:"base_digest,omitempty"`
 }
 
 // ImageBase is the base the release's images were built on.
@@ -131,6 +133,7 @@ func buildImages(ctx context.Context, j imageJob, env cli.Env) ([]ImageArtifact,
 		platform := "linux/" + job.arch
 		b := oci.Build{Dockerfile: filepath.Join(j.src, job.t.dockerfile), Platform: platform, Created: j.created,
 			Tag: job.t.repo + ":" + j.version, Args: map[string]string{}}
+		baseRef := base.Ref
 		switch j.base {
 		case "":
 			b.Pull = true // the Dockerfile's pinned default
@@ -141,7 +144,7 @@ func buildImages(ctx context.Context, j imageJob, env cli.Env) ([]ImageArtifact,
 					return nil, nil, "", err
 				}
 			}
-			b.Args["BASE"] = localBases[platform]
+			b.Args["BASE"], baseRef = localBases[platform], localBases[platform]
 		default:
 			b.Args["BASE"], b.Pull = j.base, true
 		}
@@ -157,6 +160,8 @@ func buildImages(ctx context.Context, j imageJob, env cli.Env) ([]ImageArtifact,
 		if _, err := p.Build(ctx, b); err != nil {
 			return nil, nil, "", fmt.Errorf("image %s: %w", name, err)
 		}
+		// The builder's own base annotation is not the base's digest (buildah 1.28): ask the store.
+		baseDigest, _ := p.Run(ctx, "image", "inspect", "--format", "{{.Digest}}", baseRef)
 		rel := "images/" + name + ".oci.tar"
 		dst := filepath.Join(j.out, filepath.FromSlash(rel))
 		if err := p.Save(ctx, b.Tag, dst, j.created); err != nil {
@@ -176,7 +181,7 @@ func buildImages(ctx context.Context, j imageJob, env cli.Env) ([]ImageArtifact,
 		}
 		out = append(out, ImageArtifact{Path: rel, SHA256: sum, Size: size, Name: img.Name, Platform: platform,
 			ManifestDigest: img.ManifestDigest, ConfigDigest: img.ConfigDigest, Binary: job.built.Path, Entrypoint: entry,
-			Dockerfile: job.t.dockerfile, BaseDigest: img.BaseDigest})
+			Dockerfile: job.t.dockerfile, Base: baseRef, BaseDigest: baseDigest})
 	}
 	return out, base, version, nil
 }

@@ -141,12 +141,15 @@ type Image struct {
 	BaseName, BaseDigest string
 	// LayerBytes is the compressed size of the layers: what a pull transfers.
 	LayerBytes int64
-	// Files are the regular files of the image's file system, by absolute path.
+	// Files are the regular files and directories of the image's file system, by absolute
+	// path (the last layer that has a path wins).
 	Files map[string]File
 }
 
-// File is one regular file in an image.
+// File is one regular file or directory in an image.
 type File struct {
+	// Dir is true for a directory (SHA256 and Size are then empty).
+	Dir      bool
 	SHA256   string
 	Size     int64
 	Mode     int64
@@ -363,6 +366,10 @@ func readLayer(archive string, l descriptor, files map[string]File) (string, err
 				return "", fmt.Errorf("%s: layer %s: %w", archive, l.Digest, err)
 			}
 			name := "/" + strings.TrimPrefix(path.Clean("/"+fh.Name), "/")
+			if fh.Typeflag == tar.TypeDir {
+				files[name] = File{Dir: true, Mode: fh.Mode, UID: fh.Uid, GID: fh.Gid}
+				continue
+			}
 			if fh.Typeflag != tar.TypeReg {
 				delete(files, name)
 				continue
