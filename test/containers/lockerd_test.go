@@ -206,5 +206,3 @@ func waitLog(t *testing.T, b *built, id, s string, limit time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-
