@@ -64,8 +64,12 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 		cancel()
-	} else if storeDir != "" {
-		os.RemoveAll(storeDir)
+	}
+	if storeDir != "" {
+		if err := os.RemoveAll(storeDir); err != nil {
+			fmt.Fprintf(os.Stderr, "containers: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -19,7 +19,8 @@ type Podman struct {
 
 // containersConf is the private containers.conf. crun and podman's default ulimits are
 // refused in some sandboxes (CI machines among them): runc and no default ulimits work
-// everywhere podman does. Events go to a file under the store, not to journald.
+// everywhere podman does. Events go to a file under the store, not to journald, and the
+// networks podman-compose creates are defined under the store, not in /etc/containers.
 const containersConf = `[containers]
 default_ulimits = []
 
@@ -28,6 +29,9 @@ runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 tmp_dir = %q
+
+[network]
+network_config_dir = %q
 `
 
 // storageConf is the private storage.conf: vfs needs no kernel overlay support and leaves
@@ -48,13 +52,13 @@ func New(dir string) (*Podman, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"root", "run", "tmp"} {
+	for _, d := range []string{"root", "run", "tmp", "networks"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("podman store: %w", err)
 		}
 	}
 	cc, sc := filepath.Join(dir, "containers.conf"), filepath.Join(dir, "storage.conf")
-	if err := os.WriteFile(cc, fmt.Appendf(nil, containersConf, filepath.Join(dir, "tmp")), 0o600); err != nil {
+	if err := os.WriteFile(cc, fmt.Appendf(nil, containersConf, filepath.Join(dir, "tmp"), filepath.Join(dir, "networks")), 0o600); err != nil {
 		return nil, fmt.Errorf("podman store: %w", err)
 	}
 	if err := os.WriteFile(sc, fmt.Appendf(nil, storageConf, filepath.Join(dir, "root"), filepath.Join(dir, "run")), 0o600); err != nil {
