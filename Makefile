@@ -76,8 +76,9 @@ image-binaries:
 
 ## image-base: the local base $(LOCAL_BASE) (infra/base: this machine's CA bundle, uid/gid 65532), for machines without registry access
 image-base:
-	rm -rf $(BIN)/base && mkdir -p $(BIN)/base
-	cp infra/base/passwd infra/base/group /etc/ssl/certs/ca-certificates.crt $(BIN)/base/ && chmod 0644 $(BIN)/base/*
+	rm -rf $(BIN)/base && mkdir -p $(BIN)/base/etc/ssl/certs
+	cp infra/base/passwd infra/base/group $(BIN)/base/etc/ && cp /etc/ssl/certs/ca-certificates.crt $(BIN)/base/etc/ssl/certs/
+	chmod 0755 $(BIN)/base/etc $(BIN)/base/etc/ssl $(BIN)/base/etc/ssl/certs && chmod 0644 $(BIN)/base/etc/passwd $(BIN)/base/etc/group $(BIN)/base/etc/ssl/certs/ca-certificates.crt
 	$(PODMAN) build --no-cache --platform linux/$(IMAGE_ARCH) -f infra/base/Dockerfile -t $(LOCAL_BASE) $(BIN)/base
 
 ## images: agentgate/lockerd:$(IMAGE_TAG) and agentgate/toolwarrant:$(IMAGE_TAG) from image-binaries, on the Dockerfiles'

@@ -94,10 +94,12 @@ func (p *Podman) BuildLocalBase(ctx context.Context, src, platform string, creat
 		return "", err
 	}
 	defer os.RemoveAll(ctxDir)
+	// The context is the base's root file system; modes are set explicitly because they are
+	// part of the layer, and the umask must not change the digest.
 	files := map[string]string{
-		filepath.Join(src, "infra", "base", "passwd"): "passwd",
-		filepath.Join(src, "infra", "base", "group"):  "group",
-		CABundle: "ca-certificates.crt",
+		filepath.Join(src, "infra", "base", "passwd"): "etc/passwd",
+		filepath.Join(src, "infra", "base", "group"):  "etc/group",
+		CABundle: "etc/ssl/certs/ca-certificates.crt",
 	}
 	for from, to := range files {
 		data, err := os.ReadFile(from)
@@ -107,11 +109,19 @@ func (p *Podman) BuildLocalBase(ctx context.Context, src, platform string, creat
 			}
 			return "", fmt.Errorf("local base: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(ctxDir, to), data, 0o644); err != nil {
+		dst := filepath.Join(ctxDir, filepath.FromSlash(to))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return "", err
 		}
-		// The mode is part of the layer; make it independent of the umask.
-		if err := os.Chmod(filepath.Join(ctxDir, to), 0o644); err != nil {
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(dst, 0o644); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range []string{"etc", "etc/ssl", "etc/ssl/certs"} {
+		if err := os.Chmod(filepath.Join(ctxDir, d), 0o755); err != nil {
 			return "", err
 		}
 	}
