@@ -3,7 +3,8 @@
 // CI), and runs them under podman: lockerd as uid 65532 on a read-only root with a /data
 // volume, across a stop and start; the processor against a read-only SQLite catalog and
 // against the DynamoDB catalog on moto, with the gateway stand-in's checks through it; and
-// infra/lockerd/docker-compose.yml under podman-compose, published on loopback only.
+// infra/lockerd/docker-compose.yml under podman-compose, published on loopback only; and an
+// image archive pushed with skopeo to a registry on loopback and pulled by its digest.
 //
 // Everything runs in one private podman store (scripts/release/oci) in a temporary
 // directory, removed when the tests end; each test stops and removes the containers and
@@ -46,6 +47,7 @@ type built struct {
 	arch     string
 	binaries map[string]string // name → SHA-256 of the binary in the image
 	images   map[string]*oci.Image
+	archives map[string]string // name → the image saved as a release saves it (OCI archive)
 	err      error
 }
 
@@ -136,7 +138,7 @@ func setup(b *built) error {
 	if err != nil {
 		return err
 	}
-	b.images = map[string]*oci.Image{}
+	b.images, b.archives = map[string]*oci.Image{}, map[string]string{}
 	for _, img := range []struct{ tag, dockerfile, name string }{
 		{lockerdImage, "infra/lockerd/Dockerfile", "lockerd"},
 		{processorImage, "infra/extmcp/Dockerfile", "toolwarrant"},
@@ -152,7 +154,7 @@ func setup(b *built) error {
 		if b.images[img.name], err = oci.ReadArchive(archive); err != nil {
 			return err
 		}
-		os.Remove(archive)
+		b.archives[img.name] = archive
 	}
 	fmt.Fprintf(os.Stderr, "containers: binaries compiled in %s; base and both images built and saved in %s\n",
 		compiled.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
