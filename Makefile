@@ -82,10 +82,12 @@ image-base:
 	$(PODMAN) build --no-cache --platform linux/$(IMAGE_ARCH) -f infra/base/Dockerfile -t $(LOCAL_BASE) $(BIN)/base
 
 ## images: agentgate/lockerd:$(IMAGE_TAG) and agentgate/toolwarrant:$(IMAGE_TAG) from image-binaries, on the Dockerfiles'
-## distroless base (pulled), or with IMAGE_BASE=local on the local base (built first, nothing pulled)
+## distroless base (pulled), or with IMAGE_BASE=local on the local base (built first, nothing pulled); PODMAN=docker
+## builds with Docker (BuildKit)
+BASE_ARG = $(if $(filter local,$(IMAGE_BASE)),--build-arg BASE=$(LOCAL_BASE),$(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)))
 images: image-binaries $(if $(filter local,$(IMAGE_BASE)),image-base)
-	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(if $(filter local,$(IMAGE_BASE)),--pull=never --build-arg BASE=$(LOCAL_BASE),$(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE))) -f infra/lockerd/Dockerfile -t agentgate/lockerd:$(IMAGE_TAG) .
-	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(if $(filter local,$(IMAGE_BASE)),--pull=never --build-arg BASE=$(LOCAL_BASE),$(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE))) -f infra/extmcp/Dockerfile -t agentgate/toolwarrant:$(IMAGE_TAG) .
+	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(BASE_ARG) -f infra/lockerd/Dockerfile -t agentgate/lockerd:$(IMAGE_TAG) .
+	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(BASE_ARG) -f infra/extmcp/Dockerfile -t agentgate/toolwarrant:$(IMAGE_TAG) .
 
 ## build-PadsFunction: the pads Lambda's bootstrap for SAM's makefile build method (sam build)
 ARTIFACTS_DIR ?= $(BIN)/PadsFunction

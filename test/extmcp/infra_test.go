@@ -13,9 +13,9 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
-// These tests check the processor's container files without a Docker engine: non-root,
-// digest-pinned images, the processor bound to localhost beside the gateway, and a
-// least-privilege task role.
+// These tests check the processor's container files statically: non-root, digest-pinned
+// images, the processor bound to localhost beside the gateway, and a least-privilege task
+// role. test/containers runs the image under podman.
 
 func readInfra(t *testing.T, rel string) []byte {
 	t.Helper()
