@@ -170,7 +170,7 @@ func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 }
 
 // podman runs podman on the private store and fails the test on an error.
