@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,8 @@ import (
 const Namespace = "agentgate-release"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too: a cancelled build still removes its podman store.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, newRoot(cli.OSEnv()), os.Args[1:], cli.OSEnv())
 	stop()
 	os.Exit(code)
