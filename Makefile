@@ -7,7 +7,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/agentgate-dev/agentgate/internal/version.Version=$(VERSION) -X github.com/agentgate-dev/agentgate/internal/version.Commit=$(COMMIT)
 export CGO_ENABLED := 0
 
-.PHONY: all build run test test-deps test-go lint bench fuzz clean release verify-release
+.PHONY: all build run test test-deps test-go lint bench fuzz clean release verify-release image-binaries image-base images
 
 all: build
 
@@ -46,11 +46,13 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	  done; done
 
-## release: reproducible, signed artifacts of one commit (COMMIT=HEAD OUT=/abs/dir KEY=~/.ssh/key)
+## release: reproducible, signed artifacts of one commit (COMMIT=HEAD OUT=/abs/dir KEY=~/.ssh/key), with
+## the container images as OCI archives (needs podman; IMAGE_BASE=local where no registry is
+## reachable; IMAGES=0 for none)
 COMMIT ?= HEAD
 release:
-	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>]"; exit 2; }
-	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)')
+	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>] [IMAGE_BASE=local|<image>] [IMAGES=0]"; exit 2; }
+	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)') $(if $(IMAGE_BASE),--image-base '$(IMAGE_BASE)') $(if $(filter 0,$(IMAGES)),--images=false)
 
 ## verify-release: check a release directory (DIR=... ALLOWED_SIGNERS=file IDENTITY=name)
 verify-release:
@@ -59,6 +61,33 @@ verify-release:
 
 clean:
 	rm -rf $(BIN)
+
+## Container images (infra/README.md). The Dockerfiles copy release-built binaries: image-binaries
+## builds them into ./bin with the release's flags, for IMAGE_ARCH (default: this machine's).
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_TAG ?= latest
+PODMAN ?= podman
+LOCAL_BASE := localhost/agentgate/base:local-$(IMAGE_ARCH)
+
+## image-binaries: bin/lockerd_linux_$(IMAGE_ARCH) and bin/toolwarrant_linux_$(IMAGE_ARCH) (static, -trimpath, no build ID)
+image-binaries:
+	for b in lockerd toolwarrant; do \
+	  GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS) -buildid=' -o $(BIN)/$${b}_linux_$(IMAGE_ARCH) ./cmd/$$b || exit 1; done
+
+## image-base: the local base $(LOCAL_BASE) (infra/base: this machine's CA bundle, uid/gid 65532), for machines without registry access
+image-base:
+	rm -rf $(BIN)/base && mkdir -p $(BIN)/base/etc/ssl/certs
+	cp infra/base/passwd infra/base/group $(BIN)/base/etc/ && cp /etc/ssl/certs/ca-certificates.crt $(BIN)/base/etc/ssl/certs/
+	chmod 0755 $(BIN)/base/etc $(BIN)/base/etc/ssl $(BIN)/base/etc/ssl/certs && chmod 0644 $(BIN)/base/etc/passwd $(BIN)/base/etc/group $(BIN)/base/etc/ssl/certs/ca-certificates.crt
+	$(PODMAN) build --no-cache --platform linux/$(IMAGE_ARCH) -f infra/base/Dockerfile -t $(LOCAL_BASE) $(BIN)/base
+
+## images: agentgate/lockerd:$(IMAGE_TAG) and agentgate/toolwarrant:$(IMAGE_TAG) from image-binaries, on the Dockerfiles'
+## distroless base (pulled), or with IMAGE_BASE=local on the local base (built first, nothing pulled); PODMAN=docker
+## builds with Docker (BuildKit)
+BASE_ARG = $(if $(filter local,$(IMAGE_BASE)),--build-arg BASE=$(LOCAL_BASE),$(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)))
+images: image-binaries $(if $(filter local,$(IMAGE_BASE)),image-base)
+	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(BASE_ARG) -f infra/lockerd/Dockerfile -t agentgate/lockerd:$(IMAGE_TAG) .
+	$(PODMAN) build --platform linux/$(IMAGE_ARCH) $(BASE_ARG) -f infra/extmcp/Dockerfile -t agentgate/toolwarrant:$(IMAGE_TAG) .
 
 ## build-PadsFunction: the pads Lambda's bootstrap for SAM's makefile build method (sam build)
 ARTIFACTS_DIR ?= $(BIN)/PadsFunction

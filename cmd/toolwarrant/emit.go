@@ -35,7 +35,7 @@ after every approval, rejection or rollback and reload the gateway.` + exitCodes
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, err := a.openStore(ctx, cmd, store)
+			st, err := a.openStore(ctx, cmd, store, true)
 			if err != nil {
 				return err
 			}

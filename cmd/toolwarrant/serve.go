@@ -44,8 +44,10 @@ type evidenceStore struct {
 	close   func()
 }
 
-// openStore opens --store. writable asks for a store that can record observations.
-func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (*evidenceStore, error) {
+// openStore opens --store. writable asks for a store that can record observations: for the
+// SQLite catalog that means opening it for writing, with the log key; otherwise it is opened
+// read-only and needs neither write access nor the key.
+func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string, writable bool) (*evidenceStore, error) {
 	if path, ok := strings.CutPrefix(store, "evidence:"); ok {
 		if path == "" {
 			return nil, cli.Usage(cmd, "--store evidence:PATH needs a path")
@@ -86,13 +88,16 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string) (
 	}
 	// The processor reads approvals from the catalog and records what it observes through
 	// the warrant service (ObserveGateway: a gateway crawl record and its audit entry,
-	// signed with the log key like a crawl's), so the catalog is opened for writing.
-	cat, svc, _, err := a.open(ctx, cmd, false)
+	// signed with the log key like a crawl's), so the catalog is opened for writing, unless
+	// the observations go elsewhere (serve --observations: a read-only mount works).
+	cat, svc, _, err := a.open(ctx, cmd, !writable)
 	if err != nil {
 		return nil, err
 	}
 	st := catalogStore(cat, func() { cat.Close() })
-	st.recorder = extmcp.CatalogRecorder(svc)
+	if writable {
+		st.recorder = extmcp.CatalogRecorder(svc)
+	}
 	return st, nil
 }
 
@@ -151,7 +156,8 @@ object exactly as received) is not the approved digest, keeping every other byte
 result; a tool it has never seen is dropped. Every tool it drops (new, drifted,
 unapproved, refused) is recorded off the request path, in batches, as a gateway record of
 the catalog with its signed audit entry (needs the log key), so 'toolwarrant list' shows
-DRIFT and PENDING without a crawl; --observations FILE writes JSON lines instead. On every
+DRIFT and PENDING without a crawl; --observations FILE writes JSON lines instead, and the
+catalog is then only read (a read-only mount, no log key: the container). On every
 tools/call it passes only if the last listing it saw and the catalog's last observation
 of the tool (a crawl's, or a gateway record's) both show the approved digest, and otherwise denies with PERMISSION_DENIED naming that tool and its
 state. Anything it cannot decide is denied: approvals older than --staleness, malformed
@@ -182,7 +188,8 @@ container health checks, where distroless images have no shell).` +
 				return cli.Usage(cmd, "--log-level %q: use debug, info, warn or error", logLevel)
 			}
 			log := logx.New(a.env.Stderr, level)
-			st, err := a.openStore(ctx, cmd, store)
+			// With --observations FILE the catalog is only read.
+			st, err := a.openStore(ctx, cmd, store, observations == "")
 			if err != nil {
 				return err
 			}

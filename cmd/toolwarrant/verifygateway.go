@@ -65,7 +65,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", config, err))
 				}
 			}
-			st, err := a.openStore(ctx, cmd, store)
+			st, err := a.openStore(ctx, cmd, store, true)
 			if err != nil {
 				return err
 			}

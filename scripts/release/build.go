@@ -24,6 +24,10 @@ import (
 type buildOptions struct {
 	commit, out, key, repo string
 	platforms, only        []string
+	// images builds the container images as OCI archives; imageBase is their base: "" the
+	// Dockerfiles' pinned default, "local" the local base (infra/base), else an image.
+	images    bool
+	imageBase string
 }
 
 // target is one released binary: a main package and the platforms it ships for.
@@ -69,6 +73,10 @@ type Provenance struct {
 	BuildFlags     []string          `json:"build_flags"`
 	BuildEnv       map[string]string `json:"build_env"`
 	Artifacts      []Artifact        `json:"artifacts"`
+	// PodmanVersion, ImageBase and Images describe the container images (none: omitted).
+	PodmanVersion string          `json:"podman_version,omitempty"`
+	ImageBase     *ImageBase      `json:"image_base,omitempty"`
+	Images        []ImageArtifact `json:"images,omitempty"`
 }
 
 // Artifact is one built binary.
@@ -137,10 +145,6 @@ func runBuild(ctx context.Context, o buildOptions, env cli.Env) error {
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "MANIFEST"), manifest, 0o644); err != nil {
-		return err
-	}
-	manifestSum := sha256.Sum256(manifest)
 
 	gover, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
 	if err != nil {
@@ -153,7 +157,7 @@ func runBuild(ctx context.Context, o buildOptions, env cli.Env) error {
 	ldflags := fmt.Sprintf("-s -w -buildid= -X github.com/agentgate-dev/agentgate/internal/version.Version=%s -X github.com/agentgate-dev/agentgate/internal/version.Commit=%s", version, commit)
 	flags := []string{"-trimpath", "-buildvcs=false", "-ldflags=" + ldflags}
 	prov := Provenance{SchemaVersion: 1, SourceCommit: commit, CommitTime: commitTime.UTC().Format(time.RFC3339),
-		ManifestSHA256: hex.EncodeToString(manifestSum[:]), GoVersion: strings.TrimSpace(string(gover)),
+		GoVersion:  strings.TrimSpace(string(gover)),
 		BuildFlags: flags, BuildEnv: map[string]string{"CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly", "GOTOOLCHAIN": "local"}}
 	bin := filepath.Join(out, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -210,6 +214,22 @@ func runBuild(ctx context.Context, o buildOptions, env cli.Env) error {
 	if n == 0 {
 		return errors.New("nothing to build: --only/--platforms matched no release target")
 	}
+	if o.images {
+		// The images are built at the commit's time: their digests depend on the commit only.
+		imgs, base, podman, err := buildImages(ctx, imageJob{src: src, out: out, version: version, created: commitTime,
+			base: o.imageBase, artifacts: prov.Artifacts}, env)
+		if err != nil {
+			return err
+		}
+		prov.Images, prov.ImageBase, prov.PodmanVersion = imgs, base, podman
+		// MANIFEST ends with the images' digests, after the exported files.
+		manifest = append(manifest, manifestImageLines(imgs)...)
+	}
+	if err := os.WriteFile(filepath.Join(out, "MANIFEST"), manifest, 0o644); err != nil {
+		return err
+	}
+	manifestSum := sha256.Sum256(manifest)
+	prov.ManifestSHA256 = hex.EncodeToString(manifestSum[:])
 	pj, err := json.MarshalIndent(prov, "", "  ")
 	if err != nil {
 		return err
@@ -235,7 +255,7 @@ func runBuild(ctx context.Context, o buildOptions, env cli.Env) error {
 			return fmt.Errorf("sign SHA256SUMS: %v\n%s", err, outb)
 		}
 	}
-	fmt.Fprintf(env.Stdout, "release %s: %d binaries in %s\n", commit, n, out)
+	fmt.Fprintf(env.Stdout, "release %s: %d binaries and %d images in %s\n", commit, n, len(prov.Images), out)
 	return nil
 }
 

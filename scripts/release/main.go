@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,8 @@ import (
 const Namespace = "agentgate-release"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too: a cancelled build still removes its podman store.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, newRoot(cli.OSEnv()), os.Args[1:], cli.OSEnv())
 	stop()
 	os.Exit(code)
@@ -41,12 +43,16 @@ func newRoot(env cli.Env) *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Export one commit and build signed, reproducible artifacts",
-		Long: `build exports --commit with git archive and builds every released binary from that export.
+		Long: `build exports --commit with git archive and builds every released binary from that export,
+and (unless --images=false) the lockerd and toolwarrant container images from the linux
+binaries with podman, each written as a reproducible OCI archive under images/ whose digests
+go into MANIFEST and PROVENANCE.json.
 
 Exit codes: 0 built, 2 could not build (unknown commit, OUT inside the source tree, build or
 signing failure).`,
-		Example: `  go run ./scripts/release build --commit v0.1.0 --out /tmp/agentgate-v0.1.0 --key ~/.ssh/release_ed25519`,
-		Args:    cobra.NoArgs,
+		Example: `  go run ./scripts/release build --commit v0.1.0 --out /tmp/agentgate-v0.1.0 --key ~/.ssh/release_ed25519
+  go run ./scripts/release build --commit HEAD --out /tmp/rel --image-base local   # no registry needed`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.out == "" {
 				return cli.Usage(cmd, "--out is required")
@@ -63,6 +69,8 @@ signing failure).`,
 	build.Flags().StringVar(&o.repo, "repo", ".", "git repository to export from")
 	build.Flags().StringSliceVar(&o.platforms, "platforms", nil, "limit to these GOOS/GOARCH pairs (default: all release platforms)")
 	build.Flags().StringSliceVar(&o.only, "only", nil, "limit to these binaries (default: all)")
+	build.Flags().BoolVar(&o.images, "images", true, "also build the container images (infra/lockerd, infra/extmcp) as OCI archives under images/; needs podman")
+	build.Flags().StringVar(&o.imageBase, "image-base", "", "the images' base: empty for the Dockerfiles' pinned distroless (pulled), local for the local base built from infra/base (nothing pulled), or an image `REF`")
 
 	var v verifyOptions
 	verify := &cobra.Command{
@@ -70,7 +78,9 @@ signing failure).`,
 		Short: "Verify a release directory: signature, checksums, SBOMs, provenance",
 		Long: `verify recomputes every checksum, checks the SHA256SUMS signature with ssh-keygen -Y verify
 (when --allowed-signers is given), checks that each SBOM lists exactly the modules embedded
-in its binary, and that PROVENANCE.json agrees with the manifest and the artifacts.
+in its binary, that PROVENANCE.json agrees with the manifest and the artifacts, and that
+each image archive is whole (every blob's digest), has the manifest and config digests
+PROVENANCE.json and MANIFEST record, and holds exactly the release binary.
 
 Exit codes: 0 verified, 1 verification failed (the reason is printed), 2 could not run.`,
 		Example: `  go run ./scripts/release verify --dir /tmp/agentgate-v0.1.0 --allowed-signers allowed_signers --identity release@agentgate`,

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -20,8 +23,11 @@ func runCLI(t *testing.T, args ...string) (int, string) {
 }
 
 // TestReleaseIsReproducibleAndVerifiable builds the same commit twice, each with its own empty
-// build cache (so nothing is reused between the two), and requires byte-identical artifacts;
-// then verify must pass, and fail on a one-byte change anywhere.
+// build cache and its own podman store (so nothing is reused between the two), and requires
+// byte-identical artifacts, the lockerd image's OCI archive among them (on the local base: no
+// registry is reachable in CI); then verify must pass, and fail on a one-byte change anywhere.
+// Without podman the images are left out and their part skips (fails under
+// AGENTGATE_REQUIRE_EXTERNAL=1).
 func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two cold release builds")
@@ -45,17 +51,43 @@ func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("release@test "+string(pub)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	_, podmanErr := exec.LookPath("podman")
+	images := podmanErr == nil
 	build := func(name string) string {
 		out := filepath.Join(tmp, name)
 		t.Setenv("GOCACHE", filepath.Join(tmp, "gocache-"+name))
+		start := time.Now()
 		code, log := runCLI(t, "build", "--repo", root, "--commit", "HEAD", "--out", out, "--key", key,
-			"--platforms", "linux/amd64", "--only", "lockerd,agentgate")
+			"--platforms", "linux/amd64", "--only", "lockerd,agentgate", "--images="+strconv.FormatBool(images), "--image-base", "local")
 		if code != 0 {
 			t.Fatalf("release build %s: exit %d\n%s", name, code, log)
 		}
+		t.Logf("release build %s (cold Go cache, images %v): %s", name, images, time.Since(start).Round(time.Second))
 		return out
 	}
 	a, b := build("a"), build("b")
+	t.Run("images", func(t *testing.T) {
+		if !images {
+			testenv.Missing(t, testenv.External, "podman is not on PATH: the release's images were not built")
+		}
+		var pa, pb Provenance
+		for dir, p := range map[string]*Provenance{a: &pa, b: &pb} {
+			data, err := os.ReadFile(filepath.Join(dir, "PROVENANCE.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(pa.Images) != 1 || pa.Images[0].Path != "images/lockerd_linux_amd64.oci.tar" || pa.ImageBase == nil || pa.ImageBase.Ref != "local" {
+			t.Fatalf("images %+v on base %+v, want the lockerd image for linux/amd64 on the local base", pa.Images, pa.ImageBase)
+		}
+		if pa.Images[0].ManifestDigest != pb.Images[0].ManifestDigest || pa.Images[0].ManifestDigest == "" {
+			t.Errorf("image digests of two builds: %s and %s", pa.Images[0].ManifestDigest, pb.Images[0].ManifestDigest)
+		}
+		t.Logf("lockerd image %s: %d bytes, manifest %s", pa.Images[0].Name, pa.Images[0].Size, pa.Images[0].ManifestDigest)
+	})
 	var files []string
 	filepath.WalkDir(a, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -64,7 +96,7 @@ func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 		}
 		return err
 	})
-	if len(files) < 7 {
+	if len(files) < 7 || (images && len(files) < 8) {
 		t.Fatalf("release has only %v", files)
 	}
 	for _, f := range files {
@@ -81,7 +113,11 @@ func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 	if code, out := verify(); code != 0 {
 		t.Fatalf("verify of a fresh release: exit %d\n%s", code, out)
 	}
-	for _, f := range []string{"bin/lockerd_linux_amd64", "sbom/agentgate_linux_amd64.spdx.json", "MANIFEST", "PROVENANCE.json", "SHA256SUMS"} {
+	changed := []string{"bin/lockerd_linux_amd64", "sbom/agentgate_linux_amd64.spdx.json", "MANIFEST", "PROVENANCE.json", "SHA256SUMS"}
+	if images {
+		changed = append(changed, "images/lockerd_linux_amd64.oci.tar")
+	}
+	for _, f := range changed {
 		t.Run("one byte changed in "+f, func(t *testing.T) {
 			path := filepath.Join(a, f)
 			orig, err := os.ReadFile(path)
@@ -97,6 +133,39 @@ func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 			code, out := verify()
 			if code != 1 {
 				t.Errorf("verify after changing %s: exit %d, want 1\n%s", f, code, out)
+			}
+		})
+	}
+	if images {
+		// An unsigned release whose sums were recomputed after the change: the archive's own
+		// digests still catch it.
+		t.Run("one byte changed in an image, sums recomputed", func(t *testing.T) {
+			names := []string{"images/lockerd_linux_amd64.oci.tar", "PROVENANCE.json", "SHA256SUMS"}
+			saved := map[string][]byte{}
+			for _, n := range names {
+				saved[n], _ = os.ReadFile(filepath.Join(a, n))
+			}
+			defer func() {
+				for n, data := range saved {
+					os.WriteFile(filepath.Join(a, n), data, 0o644)
+				}
+			}()
+			archive := bytes.Clone(saved[names[0]])
+			archive[len(archive)/2] ^= 0x01
+			os.WriteFile(filepath.Join(a, names[0]), archive, 0o644)
+			var prov Provenance
+			json.Unmarshal(saved["PROVENANCE.json"], &prov)
+			prov.Images[0].SHA256, _, _ = fileSHA256(filepath.Join(a, names[0]))
+			pj, _ := json.MarshalIndent(prov, "", "  ")
+			os.WriteFile(filepath.Join(a, "PROVENANCE.json"), append(pj, '\n'), 0o644)
+			sums, err := checksums(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(a, "SHA256SUMS"), sums, 0o644)
+			code, out := runCLI(t, "verify", "--dir", a)
+			if code != 1 || !strings.Contains(out, "has SHA-256") {
+				t.Errorf("verify of an unsigned release with a changed image and recomputed sums: exit %d, want 1 naming the blob\n%s", code, out)
 			}
 		})
 	}

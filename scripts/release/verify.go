@@ -106,5 +106,5 @@ func runVerify(ctx context.Context, o verifyOptions, env cli.Env) error {
 			return fail("%v", err)
 		}
 	}
-	return nil
+	return checkImages(o.dir, prov, listed, manifest)
 }
