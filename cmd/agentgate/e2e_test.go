@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,64 +60,6 @@ func rugpull(t *testing.T) string {
 	return filepath.Join(fixtureDir, "rugpull")
 }
 
-// startServer starts cmd, waits until a line of its stderr matches ready (returning that
-// line), and kills it by PID at cleanup.
-func startServer(t *testing.T, cmd *exec.Cmd, ready func(string) bool) string {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if err := exec.Command("kill", "-0", strconv.Itoa(pid)).Run(); err == nil && !zombie(pid) {
-			t.Errorf("server PID %d still running after kill", pid)
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if !sent && ready(sc.Text()) {
-				lines <- sc.Text()
-				sent = true
-			}
-		}
-	}()
-	select {
-	case l := <-lines:
-		return l
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not become ready within 30s", cmd.Path)
-		return ""
-	}
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func jsonStr(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -131,11 +71,11 @@ func TestRealServersLockThenCI(t *testing.T) {
 	filesystem := filepath.Join(testenv.NodeModule(t, "@modelcontextprotocol/server-filesystem"), "dist", "index.js")
 	dir := t.TempDir()
 
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	http := exec.Command(node, everything, "streamableHttp")
 	http.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	t0 := time.Now()
-	startServer(t, http, func(l string) bool { return strings.Contains(l, strconv.Itoa(port)) })
+	testenv.StartProcess(t, http, func(l string) bool { return strings.Contains(l, strconv.Itoa(port)) })
 	t.Logf("start took %v", time.Since(t0))
 
 	writeFile(t, filepath.Join(dir, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {
@@ -230,7 +170,7 @@ func TestRugPullStdio(t *testing.T) {
 
 func TestRugPullStreamableHTTP(t *testing.T) {
 	bin := rugpull(t)
-	line := startServer(t, exec.Command(bin, "-http", "127.0.0.1:0"), func(l string) bool { return strings.HasPrefix(l, "listening on ") })
+	line := testenv.StartProcess(t, exec.Command(bin, "-http", "127.0.0.1:0"), func(l string) bool { return strings.HasPrefix(l, "listening on ") })
 	url := strings.TrimPrefix(line, "listening on ")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "mcp.json"), fmt.Sprintf(`{"servers": {"remote": {"type": "http", "url": %s}}}`, jsonStr(url)))

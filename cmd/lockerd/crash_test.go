@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,55 +16,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// buildLockerd builds this command into a temporary directory.
-func buildLockerd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockerd")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/agentgate-dev/agentgate/internal/testenv"
+)
 
 var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)`)
 
-// startLockerd starts the daemon on a free loopback port and returns its URL. The process is
+// buildLockerd builds the daemon once for a test.
+func buildLockerd(t *testing.T) string { return testenv.BuildCommand(t, "./cmd/lockerd") }
+
+// startLockerd starts the daemon on a free loopback port and returns it and its URL; it is
 // killed by PID when the test ends.
 func startLockerd(t *testing.T, bin, db string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, "--port", "0", "--db", db)
 	cmd.Env = append(os.Environ(), "LOCKER_LOG_LEVEL=warn")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-urlc:
-		return cmd, u
-	case <-time.After(20 * time.Second):
-		t.Fatal("lockerd did not start within 20s")
-		return nil, ""
-	}
+	line := testenv.StartProcess(t, cmd, servingRE.MatchString)
+	return cmd, servingRE.FindStringSubmatch(line)[1]
 }
 
 type ack struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,19 +18,6 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
-// build compiles a command of this module into dir.
-func build(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, pkg)
-	cmd.Dir = testenv.RepoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
-}
-
 var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)`)
 
 // startLockerd runs lockerd on a free loopback port and returns its URL; it is killed by
@@ -39,33 +25,7 @@ var servingRE = regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)`)
 func startLockerd(t *testing.T, bin string) string {
 	t.Helper()
 	cmd := exec.Command(bin, "--port", "0", "--db", filepath.Join(t.TempDir(), "locker.db"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return u
-	case <-time.After(20 * time.Second):
-		t.Fatal("lockerd did not report its address within 20s")
-	}
-	return ""
+	return servingRE.FindStringSubmatch(testenv.StartProcess(t, cmd, servingRE.MatchString))[1]
 }
 
 // inspectorCLI returns the command line that runs the pinned MCP Inspector in CLI mode.
@@ -104,9 +64,8 @@ func TestInspectorOverStdio(t *testing.T) {
 		t.Skip("builds binaries and runs node")
 	}
 	argv := inspectorCLI(t)
-	dir := t.TempDir()
-	mcpBin := build(t, dir, "./cmd/lockermcp")
-	url := startLockerd(t, build(t, dir, "./cmd/lockerd"))
+	mcpBin := testenv.BuildCommand(t, "./cmd/lockermcp")
+	url := startLockerd(t, testenv.BuildCommand(t, "./cmd/lockerd"))
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "catalog.json"), "NO_COLOR=1")
 	base := append(append([]string{}, argv...), mcpBin, "-e", "LOCKER_URL="+url)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // TestInspectorBySpec drives lockermcp with the MCP Inspector CLI (pinned in test/) and
@@ -21,9 +22,8 @@ func TestInspectorBySpec(t *testing.T) {
 		t.Skip("builds binaries and runs node")
 	}
 	argv := inspectorCLI(t)
-	dir := t.TempDir()
-	mcpBin := build(t, dir, "./cmd/lockermcp")
-	url := startLockerd(t, build(t, dir, "./cmd/lockerd"))
+	mcpBin := testenv.BuildCommand(t, "./cmd/lockermcp")
+	url := startLockerd(t, testenv.BuildCommand(t, "./cmd/lockerd"))
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "catalog.json"), "NO_COLOR=1")
 	base := append(append([]string{}, argv...), mcpBin, "-e", "LOCKER_URL="+url)

@@ -366,7 +366,7 @@ func startEverythingHTTP(t *testing.T, mode string) string {
 	t.Helper()
 	node := testenv.LookPath(t, "node")
 	dir := testenv.NodeModule(t, "@modelcontextprotocol/server-everything")
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cmd := exec.Command(node, filepath.Join(dir, "dist", "index.js"), mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	stderr, err := cmd.StderrPipe()
@@ -398,16 +398,6 @@ func startEverythingHTTP(t *testing.T, mode string) string {
 		t.Fatalf("server-everything %s did not report listening on port %d within 20s", mode, port)
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func TestRealServerOverStreamableHTTP(t *testing.T) {

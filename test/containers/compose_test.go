@@ -23,7 +23,7 @@ func TestComposeLoopbackOnly(t *testing.T) {
 	b := images(t)
 	compose := testenv.LookPath(t, "podman-compose")
 	project := fmt.Sprintf("agentgate%d", time.Now().UnixNano()%1e9)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	file := filepath.Join(repoRoot(), "infra", "lockerd", "docker-compose.yml")
 	pc := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

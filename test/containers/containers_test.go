@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -241,16 +240,6 @@ func (b *built) imageSize(t *testing.T, ref string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // waitHTTP polls url every 20 ms until it answers 200 or limit passes, and returns the

@@ -30,6 +30,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 	"github.com/agentgate-dev/agentgate/test/extmcp/standin"
 )
@@ -120,7 +121,7 @@ func seed(t *testing.T, cat warrant.Catalog, urls map[string]string) map[string]
 // to then. env entries are passed by name (`--env NAME`), so no value is on a command line.
 func (b *built) startProcessor(t *testing.T, env []string, runArgs []string, serveArgs ...string) (string, time.Duration) {
 	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	args := []string{"run", "--detach", "--network", "host", "--read-only", "--read-only-tmpfs=false", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges"}
 	for _, kv := range env {

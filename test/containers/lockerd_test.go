@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/lockerclient"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // TestLockerdImage runs the lockerd image as the task definition and compose file do — as
@@ -38,7 +39,7 @@ func TestLockerdImage(t *testing.T) {
 	}
 
 	vol := b.volume(t, fmt.Sprintf("lockerd-data-%d", time.Now().UnixNano()))
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	start := time.Now()
 	id := b.run(t, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",

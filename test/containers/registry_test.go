@@ -25,7 +25,7 @@ func TestArchivePushPinnedByDigest(t *testing.T) {
 	skopeo := testenv.LookPath(t, "skopeo")
 	registry := testenv.LookPath(t, "docker-registry")
 	dir := t.TempDir()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	config := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -323,7 +323,7 @@ func startEverything(t *testing.T) string {
 	t.Helper()
 	node := testenv.LookPath(t, "node")
 	dir := testenv.NodeModule(t, "@modelcontextprotocol/server-everything")
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cmd := exec.Command(node, filepath.Join(dir, "dist", "index.js"), "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	waitListening(t, cmd, strconv.Itoa(port))
@@ -356,7 +356,7 @@ func startRugpull(t *testing.T) string {
 	if rugErr != nil {
 		t.Fatal(rugErr)
 	}
-	port := strconv.Itoa(freePort(t))
+	port := strconv.Itoa(testenv.FreePort(t))
 	cmd := exec.Command(rugPath, "-http", "127.0.0.1:"+port, "-lifetime", "2m")
 	waitListening(t, cmd, port)
 	return "http://127.0.0.1:" + port + "/mcp"
@@ -400,16 +400,6 @@ func waitListening(t *testing.T, cmd *exec.Cmd, port string) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not report listening on port %s within 30s", cmd.Path, port)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 var _ = errors.New

@@ -92,7 +92,7 @@ func TestReviewPageInBrowser(t *testing.T) {
 	sshKeygen := testenv.LookPath(t, "ssh-keygen")
 	testenv.NodeModule(t, "playwright-core")
 	root := testenv.RepoRoot(t)
-	bin := build(t, root)
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
 	dir := t.TempDir()
 	catalog := filepath.Join(dir, "toolwarrant.db")
 	tw := func(want int, args ...string) string {
@@ -235,20 +235,6 @@ func TestReviewPageInBrowser(t *testing.T) {
 		stmt.Close()
 	}
 	tw(0, "audit", "verify")
-}
-
-// build builds ./cmd/toolwarrant into a temporary directory.
-func build(t *testing.T, root string) string {
-	t.Helper()
-	goBin := testenv.LookPath(t, "go")
-	out := filepath.Join(t.TempDir(), "toolwarrant")
-	cmd := exec.Command(goBin, "build", "-o", out, "./cmd/toolwarrant")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
 }
 
 func digestOf(t *testing.T, raw string) warrant.Digest {

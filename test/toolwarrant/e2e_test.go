@@ -1,12 +1,10 @@
 package toolwarrant
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
@@ -57,65 +54,6 @@ func binaries(t *testing.T) (toolwarrant, rugpull string) {
 		t.Fatal(binErr)
 	}
 	return filepath.Join(binDir, "toolwarrant"), filepath.Join(binDir, "rugpull")
-}
-
-// start runs cmd, waits for a stderr line matching ready and returns it; the process is
-// killed by PID at cleanup, and the test fails if it is still running afterwards.
-func start(t *testing.T, cmd *exec.Cmd, ready func(string) bool) string {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if alive(pid) {
-			t.Errorf("PID %d still running after kill", pid)
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if !sent && ready(sc.Text()) {
-				lines <- sc.Text()
-				sent = true
-			}
-		}
-	}()
-	select {
-	case l := <-lines:
-		return l
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not become ready within 30s", cmd.Path)
-		return ""
-	}
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 type run struct {
@@ -177,12 +115,12 @@ func TestEndToEnd(t *testing.T) {
 	bin, rugpull := binaries(t)
 	node := testenv.LookPath(t, "node")
 	everything := filepath.Join(testenv.NodeModule(t, "@modelcontextprotocol/server-everything"), "dist", "index.js")
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	ev := exec.Command(node, everything, "streamableHttp")
 	ev.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	start(t, ev, func(l string) bool { return strings.Contains(l, strconv.Itoa(port)) })
+	testenv.StartProcess(t, ev, func(l string) bool { return strings.Contains(l, strconv.Itoa(port)) })
 	rp := exec.Command(rugpull, "-http", "127.0.0.1:0", "-lifetime", "5m")
-	line := start(t, rp, func(l string) bool { return strings.HasPrefix(l, "listening on ") })
+	line := testenv.StartProcess(t, rp, func(l string) bool { return strings.HasPrefix(l, "listening on ") })
 	rugURL := strings.TrimPrefix(line, "listening on ")
 
 	dir := t.TempDir()

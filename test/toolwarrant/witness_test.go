@@ -63,10 +63,10 @@ func startLitewitness(t *testing.T) *litewitness {
 		t.Fatalf("ssh-add: %v %s", err, out)
 	}
 	lw := &litewitness{db: filepath.Join(dir, "witness.db"), witnessctl: filepath.Join(dir, "witnessctl")}
-	port := strconv.Itoa(freePort(t))
+	port := strconv.Itoa(testenv.FreePort(t))
 	cmd := exec.Command(filepath.Join(dir, "litewitness"), "-db", lw.db, "-name", "witness.example/w1",
 		"-key", strings.Fields(string(fp))[1], "-ssh-agent", sock, "-listen", "127.0.0.1:"+port)
-	line := start(t, cmd, func(l string) bool { return strings.Contains(l, "vkey=") })
+	line := testenv.StartProcess(t, cmd, func(l string) bool { return strings.Contains(l, "vkey=") })
 	_, v, _ := strings.Cut(line, "vkey=")
 	lw.vkey = strings.Trim(strings.Fields(v)[0], `"`)
 	lw.url = "http://127.0.0.1:" + port
