@@ -85,14 +85,7 @@ type CompareV2Options struct {
 // CompareV2 grades how live differs from locked, with the drift rules toolwarrant uses.
 func CompareV2(locked, live *LockfileV2, opts CompareV2Options) *ReportV2 {
 	r := &ReportV2{LockfileVersion: Version2, Servers: []ServerDiffV2{}}
-	names := map[string]bool{}
-	for n := range locked.Servers {
-		names[n] = true
-	}
-	for n := range live.Servers {
-		names[n] = true
-	}
-	for _, name := range sortedNames(names) {
+	for _, name := range unionNames(locked.Servers, live.Servers) {
 		ls, inLocked := locked.Servers[name]
 		vs, inLive := live.Servers[name]
 		sd := ServerDiffV2{Server: name, Change: Changed}
@@ -102,14 +95,7 @@ func CompareV2(locked, live *LockfileV2, opts CompareV2Options) *ReportV2 {
 		case !inLocked && inLive:
 			sd.Change = Added
 		}
-		profiles := map[string]bool{}
-		for p := range ls.Profiles {
-			profiles[p] = true
-		}
-		for p := range vs.Profiles {
-			profiles[p] = true
-		}
-		for _, pn := range sortedNames(profiles) {
+		for _, pn := range unionNames(ls.Profiles, vs.Profiles) {
 			lp, inL := ls.Profiles[pn]
 			vp, inV := vs.Profiles[pn]
 			if inL && inV && lp.Equal(vp) {

@@ -106,14 +106,7 @@ type CompareOptions struct {
 // Servers present on only one side are Added or Removed with all their tools.
 func Compare(locked, live *Lockfile, opts CompareOptions) *Report {
 	r := &Report{Servers: []ServerDiff{}}
-	names := map[string]bool{}
-	for n := range locked.Servers {
-		names[n] = true
-	}
-	for n := range live.Servers {
-		names[n] = true
-	}
-	for _, name := range sortedNames(names) {
+	for _, name := range unionNames(locked.Servers, live.Servers) {
 		ls, inLocked := locked.Servers[name]
 		vs, inLive := live.Servers[name]
 		sd := ServerDiff{Server: name, LockedSurfaceHash: ls.SurfaceHash, LiveSurfaceHash: vs.SurfaceHash}

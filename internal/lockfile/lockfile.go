@@ -217,6 +217,18 @@ func (lf *Lockfile) SortedServers() []string {
 	return sortedNames(lf.Servers)
 }
 
+// unionNames returns the keys of a and b, each once, in sortedNames's order.
+func unionNames[V any](a, b map[string]V) []string {
+	all := make(map[string]bool, len(a)+len(b))
+	for n := range a {
+		all[n] = true
+	}
+	for n := range b {
+		all[n] = true
+	}
+	return sortedNames(all)
+}
+
 func sortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {

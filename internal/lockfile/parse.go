@@ -60,17 +60,8 @@ func Parse(data []byte) (*Lockfile, []Warning, error) {
 
 	p := &parser{}
 	lf := &Lockfile{LockfileVersion: Version, Servers: map[string]Server{}}
-	p.unknown("", top, "lockfileVersion", "generatedBy", "generatedAt", "servers")
-	lf.GeneratedBy = p.str("generatedBy", top["generatedBy"])
-	at := p.str("generatedAt", top["generatedAt"])
-	if p.err == nil {
-		t, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			p.fail("generatedAt", "is not an RFC 3339 timestamp such as 2026-08-03T12:00:00.000Z")
-		}
-		lf.GeneratedAt = t
-	}
-	servers := p.object("servers", top["servers"])
+	var servers map[string]json.RawMessage
+	lf.GeneratedBy, lf.GeneratedAt, servers = p.header(top)
 	for _, name := range sortedNames(servers) {
 		path := "servers." + name
 		obj := p.object(path, servers[name])
@@ -231,4 +222,20 @@ func positioned(err error, data []byte) error {
 	line := bytes.Count(data[:off], []byte("\n")) + 1
 	col := off - bytes.LastIndexByte(data[:off], '\n')
 	return fmt.Errorf("line %d, column %d (offset %d): %s", line, col, ce.Offset, ce.Reason)
+}
+
+// header reads the members every version shares: generatedBy, generatedAt (RFC 3339) and
+// the servers object, refusing any other top-level member.
+func (p *parser) header(top map[string]json.RawMessage) (by string, at time.Time, servers map[string]json.RawMessage) {
+	p.unknown("", top, "lockfileVersion", "generatedBy", "generatedAt", "servers")
+	by = p.str("generatedBy", top["generatedBy"])
+	raw := p.str("generatedAt", top["generatedAt"])
+	if p.err == nil {
+		t, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			p.fail("generatedAt", "is not an RFC 3339 timestamp such as 2026-08-03T12:00:00.000Z")
+		}
+		at = t
+	}
+	return by, at, p.object("servers", top["servers"])
 }

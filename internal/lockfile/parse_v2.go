@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
 )
@@ -59,17 +58,8 @@ func ParseV2(data []byte) (*LockfileV2, []Warning, error) {
 	}
 	p := &parser{}
 	lf := &LockfileV2{Servers: map[string]ServerV2{}}
-	p.unknown("", top, "lockfileVersion", "generatedBy", "generatedAt", "servers")
-	lf.GeneratedBy = p.str("generatedBy", top["generatedBy"])
-	at := p.str("generatedAt", top["generatedAt"])
-	if p.err == nil {
-		t, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			p.fail("generatedAt", "is not an RFC 3339 timestamp such as 2026-08-03T12:00:00.000Z")
-		}
-		lf.GeneratedAt = t
-	}
-	servers := p.object("servers", top["servers"])
+	var servers map[string]json.RawMessage
+	lf.GeneratedBy, lf.GeneratedAt, servers = p.header(top)
 	for _, name := range sortedNames(servers) {
 		path := "servers." + name
 		obj := p.object(path, servers[name])

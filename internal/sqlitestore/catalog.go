@@ -55,7 +55,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -110,13 +109,7 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("sqlitestore: CatalogConfig.Path is required")
 	}
-	if cfg.BusyTimeout <= 0 {
-		cfg.BusyTimeout = 5 * time.Second
-	}
-	if cfg.ReadConns <= 0 {
-		cfg.ReadConns = 4
-	}
-	abs, err := filepath.Abs(cfg.Path)
+	abs, err := openDefaults(cfg.Path, &cfg.BusyTimeout, &cfg.ReadConns)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", cfg.Path, err)
 	}

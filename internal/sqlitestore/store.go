@@ -49,13 +49,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("sqlitestore: Config.Path is required")
 	}
-	if cfg.BusyTimeout <= 0 {
-		cfg.BusyTimeout = 5 * time.Second
-	}
-	if cfg.ReadConns <= 0 {
-		cfg.ReadConns = 4
-	}
-	abs, err := filepath.Abs(cfg.Path)
+	abs, err := openDefaults(cfg.Path, &cfg.BusyTimeout, &cfg.ReadConns)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
@@ -108,6 +102,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// openDefaults fills the defaults Config and CatalogConfig share (a 5 s busy timeout, four
+// read connections) and returns the file's absolute path.
+func openDefaults(path string, busy *time.Duration, readConns *int) (string, error) {
+	if *busy <= 0 {
+		*busy = 5 * time.Second
+	}
+	if *readConns <= 0 {
+		*readConns = 4
+	}
+	return filepath.Abs(path)
 }
 
 func openDB(path, mode string, busy time.Duration, conns int) (*sql.DB, error) {
