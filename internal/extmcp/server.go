@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/mem"
 
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
 )
@@ -157,6 +159,7 @@ type ServeOptions struct {
 // [Serve]) keeps current with [UpdateHealth].
 func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
 	s := grpc.NewServer(
+		experimental.BufferPool(bufferPool),
 		grpc.MaxRecvMsgSize(p.cfg.MaxMessageBytes+64<<10),
 		grpc.MaxSendMsgSize(p.cfg.MaxReplyBytes+64<<10),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
@@ -167,6 +170,22 @@ func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
 	UpdateHealth(p, hs)
 	return s, hs
 }
+
+// bufferPool has a tier at every power of two from 256 B to 16 MiB. grpc-go's default
+// tiers jump from 32 KiB to 1 MiB, and its pools zero the whole tier on every Get: a
+// 58 KB tools/list result cleared 1 MiB per message (13% of the processor's CPU under
+// load). Here it clears 64 KiB.
+var bufferPool = func() mem.BufferPool {
+	exps := make([]uint8, 0, 17)
+	for e := uint8(8); e <= 24; e++ {
+		exps = append(exps, e)
+	}
+	p, err := mem.NewBinaryTieredBufferPool(exps...)
+	if err != nil { // only for exponents past the word size
+		return mem.DefaultBufferPool()
+	}
+	return p
+}()
 
 // UpdateHealth sets SERVING while every server has fresh approvals, NOT_SERVING otherwise.
 func UpdateHealth(p *Processor, hs *health.Server) {
