@@ -158,17 +158,25 @@ type ServeOptions struct {
 // grpc.health.v1 service registered, and the health server, whose status the caller (or
 // [Serve]) keeps current with [UpdateHealth].
 func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
-	s := grpc.NewServer(
-		experimental.BufferPool(bufferPool),
-		grpc.MaxRecvMsgSize(p.cfg.MaxMessageBytes+64<<10),
-		grpc.MaxSendMsgSize(p.cfg.MaxReplyBytes+64<<10),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	s := grpc.NewServer(ServerOptions(p.cfg.MaxMessageBytes, p.cfg.MaxReplyBytes)...)
 	pb.RegisterExtMcpServer(s, &handler{p: p})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	UpdateHealth(p, hs)
 	return s, hs
+}
+
+// ServerOptions are the gRPC server options of [NewGRPCServer] for the given message and
+// reply bounds (Config.MaxMessageBytes, Config.MaxReplyBytes): the buffer pool, size limits
+// and keepalive policy. A server of the same shape (a load generator's calibration
+// target) uses them too.
+func ServerOptions(maxMessageBytes, maxReplyBytes int) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		experimental.BufferPool(bufferPool),
+		grpc.MaxRecvMsgSize(maxMessageBytes + 64<<10),
+		grpc.MaxSendMsgSize(maxReplyBytes + 64<<10),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
 }
 
 // bufferPool has a tier at every power of two from 256 B to 16 MiB. grpc-go's default
