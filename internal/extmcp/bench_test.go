@@ -56,11 +56,13 @@ func benchProcessor(b *testing.B, src *memSource, mod func(*Config)) *Processor 
 // time):
 //
 //   - warm: a repeat listing, answered by the decision memo (one hash, one compare);
+//
 //   - digest-cache: the memo off, every tool's digest found by its raw bytes (the first
 //     listing after an approval changes, or a listing that differs in any byte);
+//
 //   - cold: no caches, every tool canonicalized (RFC 8785) and hashed.
 //
-//	go test -run='^$' -bench=ListTools ./internal/extmcp/
+//     go test -run='^$' -bench=ListTools ./internal/extmcp/
 func BenchmarkListTools(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		result, src := listingN(b, n)

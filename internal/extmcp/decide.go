@@ -111,11 +111,11 @@ type listed struct {
 
 // server is the processor's state for one upstream.
 type server struct {
-	name    string
-	prefix  string // name + "_": how the gateway prefixes tool names when it multiplexes
-	plain   *digestCache
-	muxed   *digestCache
-	mu      sync.Mutex
+	name   string
+	prefix string // name + "_": how the gateway prefixes tool names when it multiplexes
+	plain  *digestCache
+	muxed  *digestCache
+	mu     sync.Mutex
 	// version counts the changes to listing and reported (made under mu): a memoized
 	// listing decision is replayed only while it is unchanged.
 	version atomic.Uint64
