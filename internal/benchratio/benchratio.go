@@ -71,10 +71,14 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// Report adds the comparison to b's output: unit (e.g. "x_sha256") as the ratio, and the
-// baseline's throughput in MB/s when bytes > 0.
+// Report adds the comparison to b's output: unit (e.g. "x_sha256") as the ratio (the
+// subject's time over the baseline's, or with speed the baseline's over the subject's),
+// both medians as base-ns and subject-ns, and the baseline's throughput in MB/s when
+// bytes > 0.
 func Report(b *testing.B, r Result, unit string, speed bool, bytes int64) {
 	b.Helper()
+	b.ReportMetric(r.BaseNs, "base-ns")
+	b.ReportMetric(r.SubjectNs, "subject-ns")
 	if speed {
 		b.ReportMetric(r.Speed(), unit)
 	} else {
