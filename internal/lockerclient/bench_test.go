@@ -3,10 +3,10 @@ package lockerclient
 import (
 	"bytes"
 	"crypto/sha256"
-	"io"
 	"fmt"
-	"net/http"
+	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
