@@ -2,6 +2,7 @@ package extmcp
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -498,34 +499,48 @@ func (p *Processor) observe(s *server, it *listedTool, ev evidence, known bool, 
 		it.kind = ObservedRefused
 		return false // nothing to name in a record; counted in the metrics only
 	}
-	o := Observation{Server: s.name, Tool: it.tool, At: now}
+	var kind ObservationKind
 	switch {
 	case it.refused != "":
-		o.Kind, o.Refused = ObservedRefused, it.refused
+		kind = ObservedRefused
 	case !known:
-		o.Kind = ObservedNew
+		kind = ObservedNew
 	case ev.hasApproved:
-		o.Kind = ObservedDrift
+		kind = ObservedDrift
 	default:
-		o.Kind = ObservedUnapproved
+		kind = ObservedUnapproved
 	}
-	it.kind = o.Kind
+	it.kind = kind
+	// The dedup key, built on the stack: a definition already reported (the usual case
+	// for a listing repeated with the same drift) costs no allocation.
+	var kb [256]byte
+	key := append(append(kb[:0], kind...), ' ')
+	if it.refused == "" {
+		key = appendDigest(key, it.d)
+	}
+	key = append(key, it.refused...)
+	if s.reported[it.tool] == string(key) {
+		return false
+	}
+	o := Observation{Server: s.name, Tool: it.tool, At: now, Kind: kind, Refused: it.refused}
 	if it.refused == "" {
 		o.Digest = it.d.String()
 	}
 	if ev.hasApproved {
 		o.Approved = ev.approved.String()
 	}
-	key := string(o.Kind) + " " + o.Digest + o.Refused
-	if s.reported[it.tool] == key {
-		return false
-	}
 	if len(s.reported) >= maxReported {
 		clear(s.reported)
 	}
-	s.reported[it.tool] = key
+	s.reported[it.tool] = string(key)
 	p.rec.offer(o)
 	return true
+}
+
+// appendDigest appends d as digest.String writes it.
+func appendDigest(dst []byte, d digest) []byte {
+	dst = append(dst, digestPrefix...)
+	return hex.AppendEncode(dst, d[:])
 }
 
 // resolve maps service_names to the processor's servers and their fresh snapshots,
