@@ -34,9 +34,10 @@ test: test-deps
 lint:
 	golangci-lint run ./...
 
-## bench: the benchmarks quoted in README.md
+## bench: the figures of README.md's performance table (scripts/bench): one table printed, bench.json
+## written, the README table regenerated from it; every ratio against a baseline in the same run
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/httpapi/ ./internal/sqlitestore/ ./internal/locker/ ./internal/lockerclient/ ./internal/canon/ ./internal/audit/ ./test/toolwarrant/
+	$(GO) run ./scripts/bench -out bench.json -readme README.md
 
 ## fuzz: each fuzz target for a short while (FUZZTIME=30s)
 FUZZTIME ?= 20s

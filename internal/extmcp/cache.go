@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,8 @@ type evidence struct {
 type snapshot struct {
 	tools map[string]evidence
 	at    time.Time
+	// gen is the same for snapshots with equal tools (see snapshotGen).
+	gen uint64
 }
 
 // cacheEntry holds the newest snapshot of one server; readers never take a lock.
@@ -122,7 +125,13 @@ func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
 	if !s.ReadAt.IsZero() && s.ReadAt.Before(at) {
 		at = s.ReadAt
 	}
-	e.snap.Store(compile(ctx, c.log, server, s, at))
+	next := compile(ctx, c.log, server, s, at)
+	if prev := e.snap.Load(); prev != nil && maps.Equal(prev.tools, next.tools) {
+		next.gen = prev.gen
+	} else {
+		next.gen = snapshotGen.Add(1)
+	}
+	e.snap.Store(next)
 }
 
 // compile parses the snapshot's digests. A malformed approved digest is no approval (and

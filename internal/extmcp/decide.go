@@ -2,10 +2,14 @@ package extmcp
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
@@ -108,11 +112,14 @@ type listed struct {
 
 // server is the processor's state for one upstream.
 type server struct {
-	name    string
-	prefix  string // name + "_": how the gateway prefixes tool names when it multiplexes
-	plain   *digestCache
-	muxed   *digestCache
-	mu      sync.Mutex
+	name   string
+	prefix string // name + "_": how the gateway prefixes tool names when it multiplexes
+	plain  *digestCache
+	muxed  *digestCache
+	mu     sync.Mutex
+	// version counts the changes to listing and reported (made under mu): a memoized
+	// listing decision is replayed only while it is unchanged.
+	version atomic.Uint64
 	listing map[string]listed
 	// reported is the last observation recorded per tool (digest or refusal), so that the
 	// same drift seen on every listing is recorded once.
@@ -130,10 +137,69 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	if len(result) > p.cfg.MaxMessageBytes {
 		return deny(CauseOversized, "the tools/list result is %d bytes, over the %d-byte bound; denied", len(result), p.cfg.MaxMessageBytes)
 	}
-	srvs, snaps, d := p.resolve(services)
+	var srvArr [4]*server
+	var snapArr [4]*snapshot
+	srvs, snaps, d := p.resolve(services, srvArr[:0], snapArr[:0])
 	if d.Outcome == OutcomeDeny {
 		return d
 	}
+	var h uint64
+	if p.memo != nil {
+		h = maphash.Bytes(p.memo.seed, result)
+		if e, ok := p.memo.get(h, result, srvs, snaps); ok {
+			for i, n := range e.drops {
+				if n > 0 {
+					p.metrics.toolsDropped[i].Add(float64(n))
+				}
+			}
+			return e.d
+		}
+	}
+	sc := p.scratch.Get().(*listScratch)
+	defer sc.release(&p.scratch)
+	d, drops, ok := p.listTools(ctx, srvs, snaps, result, sc)
+	if ok && p.memo != nil {
+		p.memo.put(h, result, srvs, snaps, slices.Clone(sc.versions), d, drops)
+	}
+	return d
+}
+
+// listScratch is what one full tools/list decision works in, reused across decisions so
+// that deciding allocates nothing per tool.
+type listScratch struct {
+	items    []listedTool
+	kept     []span
+	counts   map[dupKey]int32
+	buf      []byte
+	versions []uint64
+}
+
+// dupKey is a tool name within one resolved server.
+type dupKey struct {
+	srv  int
+	tool string
+}
+
+func newListScratch() any {
+	return &listScratch{counts: map[dupKey]int32{}, buf: make([]byte, 0, 4096)}
+}
+
+func (sc *listScratch) release(pool *sync.Pool) {
+	// Large listings do not pin their scratch: a pool keeps it only up to 4096 tools.
+	if cap(sc.items) > 4096 {
+		return
+	}
+	clear(sc.items) // drop the names the items reference
+	sc.items, sc.kept, sc.versions = sc.items[:0], sc.kept[:0], sc.versions[:0]
+	clear(sc.counts)
+	pool.Put(sc)
+}
+
+// listTools is the full decision: one pass over the listing (each tool's bytes are walked
+// once by their brackets, then looked up in the digest cache or canonicalized), then the
+// evidence. ok reports whether the decision may be memoized; drops counts the dropped
+// tools by observation kind; sc.versions holds each server's state version after it.
+func (p *Processor) listTools(ctx context.Context, srvs []*server, snaps []*snapshot, result []byte, sc *listScratch) (d Decision, drops [len(observationKinds)]uint32, ok bool) {
 	// The result is edited without decoding it into Go values: a decode/encode round trip
 	// would reorder members, reformat numbers and drop fields, and the contract is that
 	// everything but the dropped tools stays byte-identical. jsontok's spans say where
@@ -143,11 +209,8 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	// strictly here; each tool is validated by canonicalization (or was, when its exact
 	// bytes hit the digest cache), and only validated tools are ever kept, so the tools
 	// array is walked by its brackets only (RawValue).
-	buf := p.bufs.Get().(*[]byte)
-	defer p.bufs.Put(buf)
-	var items []listedTool
 	var tools span
-	n, count := 0, 0
+	n := 0
 	s := jsontok.NewScanner(result, maxDepth, jsontok.AllowLoneSurrogates)
 	err := s.Object(func(name jsontok.Token) error {
 		if !jsontok.Equal(result[name.Start+1:name.End-1], "tools") {
@@ -159,15 +222,14 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 		}
 		tools.start = s.Pos()
 		err := s.Array(func() error {
-			count++
-			if count%64 == 0 && ctx.Err() != nil {
+			if len(sc.items)%64 == 63 && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			t, err := s.RawValue()
 			if err != nil {
 				return err
 			}
-			items = append(items, p.digestTool(srvs, result[t.Start:t.End], span{t.Start, t.End}, buf))
+			sc.items = append(sc.items, p.digestTool(srvs, result[t.Start:t.End], span{t.Start, t.End}, &sc.buf))
 			return nil
 		})
 		tools.end = s.Pos()
@@ -178,71 +240,83 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	}
 	if err != nil || n != 1 {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return deny(CauseDeadline, "the tools/list decision did not finish in time; denied")
+			return deny(CauseDeadline, "the tools/list decision did not finish in time; denied"), drops, false
 		}
-		return deny(CauseMalformed, "the tools/list result is not valid JSON with a single \"tools\" array; denied")
+		return deny(CauseMalformed, "the tools/list result is not valid JSON with a single \"tools\" array; denied"), drops, false
 	}
+	items := sc.items
 
 	// A name listed twice is refused: a client could not tell which definition it gets.
-	dups := map[string]bool{}
+	dups := false
 	if len(items) > 1 {
-		seen := make(map[string]struct{}, len(items))
 		for _, it := range items {
-			if it.srv < 0 {
-				continue
+			if it.srv >= 0 {
+				k := dupKey{it.srv, it.tool}
+				c := sc.counts[k] + 1
+				sc.counts[k] = c
+				dups = dups || c > 1
 			}
-			k := srvs[it.srv].name + "\x00" + it.tool
-			if _, ok := seen[k]; ok {
-				dups[k] = true
-			}
-			seen[k] = struct{}{}
 		}
 	}
 	now := p.now()
-	kept := make([]span, 0, len(items))
 	for si, s := range srvs {
 		snap := snaps[si]
+		changed := false
 		s.mu.Lock()
 		for i := range items {
 			it := &items[i]
 			if it.srv != si {
 				continue
 			}
-			if len(dups) > 0 && dups[s.name+"\x00"+it.tool] {
+			if dups && sc.counts[dupKey{si, it.tool}] > 1 {
 				it.refused = "the name is listed more than once"
 			}
 			ev, known := snap.tools[it.tool]
 			if known {
-				s.listing[it.tool] = listed{d: it.d, ok: it.refused == ""}
+				l := listed{d: it.d, ok: it.refused == ""}
+				if old, had := s.listing[it.tool]; !had || old != l {
+					s.listing[it.tool] = l
+					changed = true
+				}
 			}
 			if it.refused == "" && known && ev.hasApproved && it.d == ev.approved {
 				it.keep = true
-				if len(s.reported) > 0 {
+				if _, had := s.reported[it.tool]; had {
 					delete(s.reported, it.tool)
+					changed = true
 				}
 				continue
 			}
-			p.observe(s, it, ev, known, now)
+			changed = p.observe(s, it, ev, known, now) || changed
 		}
+		if changed {
+			s.version.Add(1)
+		}
+		sc.versions = append(sc.versions, s.version.Load())
 		s.mu.Unlock()
 	}
+	kept := sc.kept
 	for _, it := range items {
 		if it.keep {
 			kept = append(kept, it.el)
 		} else {
 			p.metrics.dropped(it.kind)
+			if i := slices.Index(observationKinds[:], it.kind); i >= 0 {
+				drops[i]++
+			}
 		}
 	}
+	sc.kept = kept
 	dropped := len(items) - len(kept)
 	if dropped == 0 {
-		return Decision{Outcome: OutcomePass}
+		return Decision{Outcome: OutcomePass}, drops, true
 	}
 	size := len(result) - (tools.end - tools.start) + 2 + len(kept)
 	for _, k := range kept {
 		size += k.end - k.start
 	}
 	if size > p.cfg.MaxReplyBytes {
-		return deny(CauseOversized, "the filtered tools/list result would be %d bytes, over the %d-byte reply bound; denied", size, p.cfg.MaxReplyBytes)
+		return deny(CauseOversized, "the filtered tools/list result would be %d bytes, over the %d-byte reply bound; denied", size, p.cfg.MaxReplyBytes), drops, false
 	}
 	out := make([]byte, 0, size)
 	out = append(out, result[:tools.start+1]...)
@@ -253,7 +327,7 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 		out = append(out, result[k.start:k.end]...)
 	}
 	out = append(out, result[tools.end-1:]...)
-	return Decision{Outcome: OutcomeMutated, Mutated: out, Dropped: dropped}
+	return Decision{Outcome: OutcomeMutated, Mutated: out, Dropped: dropped}, drops, true
 }
 
 // listedTool is one element of a tools/list result, digested.
@@ -420,47 +494,61 @@ func callName(params []byte) (name string, jsonOK, nameOK bool) {
 
 // observe records (once per distinct definition) a listed tool that was not served.
 // s.mu is held.
-func (p *Processor) observe(s *server, it *listedTool, ev evidence, known bool, now time.Time) {
+func (p *Processor) observe(s *server, it *listedTool, ev evidence, known bool, now time.Time) (changed bool) {
 	if it.tool == "" {
 		it.kind = ObservedRefused
-		return // nothing to name in a record; counted in the metrics only
+		return false // nothing to name in a record; counted in the metrics only
 	}
-	o := Observation{Server: s.name, Tool: it.tool, At: now}
+	var kind ObservationKind
 	switch {
 	case it.refused != "":
-		o.Kind, o.Refused = ObservedRefused, it.refused
+		kind = ObservedRefused
 	case !known:
-		o.Kind = ObservedNew
+		kind = ObservedNew
 	case ev.hasApproved:
-		o.Kind = ObservedDrift
+		kind = ObservedDrift
 	default:
-		o.Kind = ObservedUnapproved
+		kind = ObservedUnapproved
 	}
-	it.kind = o.Kind
+	it.kind = kind
+	// The dedup key, built on the stack: a definition already reported (the usual case
+	// for a listing repeated with the same drift) costs no allocation.
+	var kb [256]byte
+	key := append(append(kb[:0], kind...), ' ')
+	if it.refused == "" {
+		key = appendDigest(key, it.d)
+	}
+	key = append(key, it.refused...)
+	if s.reported[it.tool] == string(key) {
+		return false
+	}
+	o := Observation{Server: s.name, Tool: it.tool, At: now, Kind: kind, Refused: it.refused}
 	if it.refused == "" {
 		o.Digest = it.d.String()
 	}
 	if ev.hasApproved {
 		o.Approved = ev.approved.String()
 	}
-	key := string(o.Kind) + " " + o.Digest + o.Refused
-	if s.reported[it.tool] == key {
-		return
-	}
 	if len(s.reported) >= maxReported {
 		clear(s.reported)
 	}
-	s.reported[it.tool] = key
+	s.reported[it.tool] = string(key)
 	p.rec.offer(o)
+	return true
 }
 
-// resolve maps service_names to the processor's servers and their fresh snapshots.
-func (p *Processor) resolve(services []string) ([]*server, []*snapshot, Decision) {
+// appendDigest appends d as digest.String writes it.
+func appendDigest(dst []byte, d digest) []byte {
+	dst = append(dst, digestPrefix...)
+	return hex.AppendEncode(dst, d[:])
+}
+
+// resolve maps service_names to the processor's servers and their fresh snapshots,
+// appended to srvs and snaps (the caller's, usually on its stack).
+func (p *Processor) resolve(services []string, srvs []*server, snaps []*snapshot) ([]*server, []*snapshot, Decision) {
 	if len(services) == 0 {
 		return nil, nil, deny(CauseServer, "the gateway named no target (service_names is empty); denied")
 	}
-	srvs := make([]*server, 0, len(services))
-	snaps := make([]*snapshot, 0, len(services))
 	for _, name := range services {
 		s, ok := p.servers[name]
 		if !ok {
@@ -499,7 +587,9 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 	if len(params) > p.cfg.MaxMessageBytes {
 		return deny(CauseOversized, "the tools/call params are %d bytes, over the %d-byte bound; denied", len(params), p.cfg.MaxMessageBytes)
 	}
-	srvs, snaps, d := p.resolve(services)
+	var srvArr [1]*server
+	var snapArr [1]*snapshot
+	srvs, snaps, d := p.resolve(services, srvArr[:0], snapArr[:0])
 	if d.Outcome == OutcomeDeny {
 		return d
 	}

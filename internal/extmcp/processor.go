@@ -23,6 +23,7 @@ const (
 	// agentgateway before v1.4.1 applies to processor replies, with room for framing.
 	DefaultMaxReplyBytes    = 4<<20 - 64<<10
 	DefaultDigestCacheBytes = 16 << 20
+	DefaultListingMemoBytes = 16 << 20
 	DefaultRecordInterval   = time.Second
 	DefaultRecordBatch      = 256
 	DefaultRecordQueue      = 4096
@@ -60,6 +61,10 @@ type Config struct {
 	// DigestCacheBytes bounds the cache of live digests keyed by the raw bytes of each
 	// listed tool. Default DefaultDigestCacheBytes; negative disables it.
 	DigestCacheBytes int
+	// ListingMemoBytes bounds the memo of whole tools/list decisions keyed by the exact
+	// result bytes (and the approvals' generation): a repeat listing costs one hash and
+	// one compare. Default DefaultListingMemoBytes; negative disables it.
+	ListingMemoBytes int
 	// RecordInterval, RecordBatch, RecordQueue and RecordTimeout shape the background
 	// writes to Recorder: at most every RecordInterval or RecordBatch observations, at
 	// most RecordQueue waiting (more are dropped and counted), each write bounded by
@@ -78,7 +83,7 @@ type Config struct {
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.Any("servers", c.Servers), slog.String("refresh", c.Refresh.String()), slog.String("staleness", c.Staleness.String()),
 		slog.String("decisionTimeout", c.DecisionTimeout.String()), slog.Int("maxMessageBytes", c.MaxMessageBytes), slog.Int("maxReplyBytes", c.MaxReplyBytes),
-		slog.Int("digestCacheBytes", c.DigestCacheBytes))
+		slog.Int("digestCacheBytes", c.DigestCacheBytes), slog.Int("listingMemoBytes", c.ListingMemoBytes))
 }
 
 // Processor decides the gateway's tools/list and tools/call messages from approvals held
@@ -91,7 +96,8 @@ type Processor struct {
 	metrics *Metrics
 	log     *slog.Logger
 	now     func() time.Time
-	bufs    sync.Pool
+	scratch sync.Pool // *listScratch
+	memo    *listingMemo
 
 	// tick drives the refresh loop; tests replace it to refresh on demand.
 	tick    func() (<-chan time.Time, func())
@@ -139,6 +145,7 @@ func New(cfg Config) (*Processor, error) {
 	defInt(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
 	defInt(&cfg.MaxReplyBytes, DefaultMaxReplyBytes)
 	defInt(&cfg.DigestCacheBytes, DefaultDigestCacheBytes)
+	defInt(&cfg.ListingMemoBytes, DefaultListingMemoBytes)
 	defInt(&cfg.RecordBatch, DefaultRecordBatch)
 	defInt(&cfg.RecordQueue, DefaultRecordQueue)
 	if cfg.Staleness < cfg.Refresh {
@@ -161,7 +168,8 @@ func New(cfg Config) (*Processor, error) {
 	}
 	cfg.Servers = slices.Clone(cfg.Servers)
 	p := &Processor{cfg: cfg, log: cfg.Logger, now: cfg.Now, servers: make(map[string]*server, len(cfg.Servers))}
-	p.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	p.scratch.New = newListScratch
+	p.memo = newListingMemo(cfg.ListingMemoBytes)
 	p.cache = newCache(cfg.Source, cfg.Servers, cfg.Staleness, cfg.LoadTimeout, cfg.Now, cfg.Logger)
 	m, err := newMetrics(p.cache)
 	if err != nil {

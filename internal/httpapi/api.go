@@ -44,6 +44,9 @@ type Config struct {
 	// Logger receives one line per request (method, route, status, duration, request id;
 	// never the URL or headers). Default: discard.
 	Logger *slog.Logger
+	// PadCacheBytes bounds the cache of sealed pads' binary /blocks form (padwire), keyed
+	// by pad and head. Default DefaultPadCacheBytes; negative disables it.
+	PadCacheBytes int
 }
 
 type api struct {
@@ -51,6 +54,7 @@ type api struct {
 	pay     Payments
 	version string
 	log     *slog.Logger
+	pads    *padCache
 }
 
 // New returns the Padlock HTTP handler.
@@ -58,7 +62,10 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("httpapi: Config.Service is required")
 	}
-	a := &api{svc: cfg.Service, pay: cfg.Payments, version: cfg.Version, log: cfg.Logger}
+	if cfg.PadCacheBytes == 0 {
+		cfg.PadCacheBytes = DefaultPadCacheBytes
+	}
+	a := &api{svc: cfg.Service, pay: cfg.Payments, version: cfg.Version, log: cfg.Logger, pads: newPadCache(cfg.PadCacheBytes)}
 	if a.version == "" {
 		a.version = "dev"
 	}
@@ -496,11 +503,20 @@ func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
 		}{items})
 		return
 	}
+	if acceptsPadwire(r) {
+		a.blocksWire(w, r, padID, from, to, hasTo)
+		return
+	}
 	s, err := a.svc.ReadBlocks(r.Context(), padID, readTicket(r), from, to, hasTo)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
+	a.writeBlocksJSON(w, s)
+}
+
+// writeBlocksJSON writes a /blocks answer in the contract's JSON form.
+func (a *api) writeBlocksJSON(w http.ResponseWriter, s locker.Slice) {
 	bp := blockBufs.Get().(*[]byte)
 	body := appendBlocksBody((*bp)[:0], s)
 	h := w.Header()

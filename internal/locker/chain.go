@@ -72,6 +72,29 @@ func (w *Walker) Next(payload []byte) []byte {
 	return w.head[:]
 }
 
+// Begin starts the next block when its payload arrives in pieces: Write each piece,
+// then End. Begin, Write… and End compute exactly what Next computes.
+func (w *Walker) Begin() {
+	if !w.started {
+		w.h = sha256.New()
+		copy(w.head[:], GenesisHash)
+		w.started = true
+	}
+	w.h.Reset()
+	w.h.Write(w.head[:])
+}
+
+// Write hashes the next piece of the payload begun with Begin.
+func (w *Walker) Write(p []byte) (int, error) { return w.h.Write(p) }
+
+// End finishes the block begun with Begin and returns the new head as hex bytes, valid
+// until the next call.
+func (w *Walker) End() []byte {
+	hex.Encode(w.head[:], w.h.Sum(w.sum[:0]))
+	w.n++
+	return w.head[:]
+}
+
 // Head returns the current head (genesis before any block).
 func (w *Walker) Head() string {
 	if !w.started {

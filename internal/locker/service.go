@@ -441,12 +441,35 @@ type Slice struct {
 	From, To    int
 	TotalBlocks int
 	Blocks      []Block
+	// Sealed and Head are the pad's state and head when it was read: a sealed pad's
+	// blocks never change, so (pad, head) names them for good.
+	Sealed bool
+	Head   string
+	// Reused is set when ReadOptions.Reuse answered for the blocks: Blocks is nil.
+	Reused bool
+}
+
+// ReadOptions adjust a blocks read for a transport that serves a whole pad at once.
+type ReadOptions struct {
+	// Whole lifts the slice caps (MaxSliceBlocks, MaxSliceBytes): the pad's own quotas
+	// bound what is read.
+	Whole bool
+	// Reuse, when set, is asked for a read of a whole sealed pad (from 0 to its last
+	// block) whether the caller already holds that pad's blocks at that head. When it
+	// answers true the blocks are not read from the store (Slice.Reused); every check,
+	// and the read_once lease, apply as for any read.
+	Reuse func(padID, head string) bool
 }
 
 // ReadBlocks returns blocks from..to (inclusive; without hasTo, up to the last block) of a pad for
 // the holder of a read ticket (none needed for the demo pad). Empty results, refusals and
 // oversized slices do not open a read_once lease; a successful non-empty read does.
 func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to int, hasTo bool) (Slice, error) {
+	return s.ReadBlocksWith(ctx, padID, ticket, from, to, hasTo, ReadOptions{})
+}
+
+// ReadBlocksWith is ReadBlocks adjusted by opt.
+func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from, to int, hasTo bool, opt ReadOptions) (Slice, error) {
 	p, err := s.pad(ctx, padID)
 	if err != nil {
 		return Slice{}, err
@@ -475,7 +498,8 @@ func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to
 		return Slice{}, err
 	}
 	total := p.BlockCount
-	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}}
+	sealed := p.State == StateSealed
+	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}, Sealed: sealed, Head: p.HeadHash}
 	if total == 0 {
 		return empty, nil
 	}
@@ -488,28 +512,31 @@ func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to
 	if !hasTo || to > total-1 {
 		to = total - 1
 	}
-	if to-from+1 > MaxSliceBlocks {
+	if !opt.Whole && to-from+1 > MaxSliceBlocks {
 		return Slice{}, refuse(KindTooLarge, "slice exceeds %d blocks; narrow from/to", MaxSliceBlocks)
 	}
-	blocks, err := s.store.Blocks(ctx, padID, from, to)
-	if err != nil {
-		return Slice{}, s.storeErr("read blocks", err)
-	}
-	size := 0
-	for _, b := range blocks {
-		size += len(b.Payload)
-	}
-	if size > MaxSliceBytes {
-		return Slice{}, refuse(KindTooLarge, "slice payload exceeds %d bytes; narrow from/to", MaxSliceBytes)
+	var blocks []Block
+	reused := sealed && from == 0 && to == total-1 && opt.Reuse != nil && opt.Reuse(padID, p.HeadHash)
+	if !reused {
+		if blocks, err = s.store.Blocks(ctx, padID, from, to); err != nil {
+			return Slice{}, s.storeErr("read blocks", err)
+		}
+		size := 0
+		for _, b := range blocks {
+			size += len(b.Payload)
+		}
+		if !opt.Whole && size > MaxSliceBytes {
+			return Slice{}, refuse(KindTooLarge, "slice payload exceeds %d bytes; narrow from/to", MaxSliceBytes)
+		}
 	}
 	// Only the read that opens a lease writes; later reads inside the window are pure reads,
 	// so reading never costs a durable write per page.
-	if padID != DemoPadID && t.Type == TicketReadOnce && t.LeaseStartedAt == 0 && len(blocks) > 0 {
+	if padID != DemoPadID && t.Type == TicketReadOnce && t.LeaseStartedAt == 0 && (reused || len(blocks) > 0) {
 		if _, err := s.store.RecordRead(ctx, t.Hash, now); err != nil {
 			return Slice{}, s.storeErr("record read", err)
 		}
 	}
-	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks}, nil
+	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Sealed: sealed, Head: p.HeadHash, Reused: reused}, nil
 }
 
 func (s *Service) leaseOver(t Ticket, now int64) bool {

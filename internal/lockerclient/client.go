@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +72,10 @@ type Client struct {
 	maxBytes  int
 	maxPage   int
 	bufs      sync.Pool // *[]byte page bodies, reused across pages and reads
+	readers   sync.Pool // *bufio.Reader for binary answers, reused across reads
+	// noWireUntil (unix nanoseconds) is when to ask for the binary form again after a
+	// daemon answered without it.
+	noWireUntil atomic.Int64
 }
 
 // New returns a Client for cfg.
@@ -142,6 +147,10 @@ type request struct {
 	secrets []string // scrubbed from every text that leaves the client
 	maxBody int
 	buf     *[]byte // body buffer to read into (pages)
+	accept  string  // default application/json
+	// stream, when set, consumes a 2xx answer in the binary form (padwire) as it arrives;
+	// do then returns no body.
+	stream func(*http.Response) error
 }
 
 // redacted is the request's URL without any query: what errors may show.
@@ -170,7 +179,11 @@ func (c *Client) do(ctx context.Context, r *request) (int, []byte, error) {
 	if r.proof != "" {
 		req.Header.Set("X-Payment-Proof", r.proof)
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := "application/json"
+	if r.accept != "" {
+		accept = r.accept
+	}
+	req.Header.Set("Accept", accept)
 	start := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -179,6 +192,12 @@ func (c *Client) do(ctx context.Context, r *request) (int, []byte, error) {
 		return 0, nil, &DaemonError{Detail: c.transportDetail(ctx, r, err, "contacting")}
 	}
 	defer resp.Body.Close()
+	if r.stream != nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 && isWire(resp.Header.Get("Content-Type")) {
+		err := r.stream(resp)
+		c.log.DebugContext(ctx, "locker request", slog.String("method", r.method), slog.String("route", r.route),
+			slog.Int("status", resp.StatusCode), slog.Duration("duration", time.Since(start)))
+		return resp.StatusCode, nil, err
+	}
 	limit := r.maxBody
 	if limit <= 0 {
 		limit = maxBodyBytes

@@ -217,8 +217,22 @@ func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions
 
 	buf := c.getBuf()
 	defer c.bufs.Put(buf)
+	start := 0
+	if n > 0 && c.wireEnabled() {
+		done, err := c.readWire(ctx, w, padID, ticket, n, buf)
+		var ve *VerificationError
+		if errors.As(err, &ve) {
+			return nil, withExpected(ve, exp)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			start = n
+		}
+	}
 	chunk := firstChunk(n, m.TotalBytes)
-	for start := 0; start < n; {
+	for start < n {
 		end := min(start+chunk, n) - 1
 		body, err := c.page(ctx, padID, ticket, start, end, buf)
 		var de *DaemonError

@@ -128,13 +128,15 @@ func TestHostileReads(t *testing.T) {
 			rewrite: func(t *testing.T) lockertest.Rewrite {
 				return page(t, func(_ *http.Request, p *lockertest.Page) { p.TotalBlocks = 7 })
 			}},
+		// Pages exist only in the JSON form (the binary form is the whole pad at once): the
+		// daemon here answers the whole-pad request as a JSON-only daemon does, with 413.
 		{name: "total_blocks changes between pages", pad: paged, cause: "inconsistent_blocks",
 			rewrite: func(t *testing.T) lockertest.Rewrite {
-				return page(t, func(r *http.Request, p *lockertest.Page) {
+				return both(lockertest.JSONOnly, page(t, func(r *http.Request, p *lockertest.Page) {
 					if r.URL.Query().Get("from") == "1" {
 						p.TotalBlocks = 4
 					}
-				})
+				}))
 			}},
 		{name: "foreign pad_id", pad: small, cause: "inconsistent_blocks",
 			rewrite: func(t *testing.T) lockertest.Rewrite {

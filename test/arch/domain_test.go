@@ -23,6 +23,7 @@ var domain = []struct {
 	{"internal/jsontok", nil, "the one JSON tokenizer: spans, depth bound, I-JSON refusals"},
 	{"internal/canon", []string{"internal/jsontok"}, "RFC 8785 is pure computation"},
 	{"internal/locker", nil, "pads, chain, envelope, tickets and limits: the Padlock rules"},
+	{"internal/padwire", nil, "the binary framed form of a pad's blocks: pure encoding"},
 	{"internal/payment", nil, "the rules that decide whether a pad was paid for; no client, store or transport"},
 	{"internal/blob", nil, "the write-once object port"},
 	{"internal/signer", nil, "the signing port"},

@@ -4,18 +4,22 @@
 package lockertest
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/httpapi"
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 )
 
@@ -143,7 +147,11 @@ func (d *Daemon) Hostile(rewrite Rewrite) http.Handler {
 		rec := httptest.NewRecorder()
 		d.Handler.ServeHTTP(rec, r)
 		resp := &Response{Status: rec.Code, Header: rec.Header().Clone(), Body: rec.Body.Bytes()}
+		wire := asJSON(d.t, resp)
 		rewrite(r, resp)
+		if wire {
+			fromJSON(resp)
+		}
 		if resp.Drop {
 			if hj, ok := w.(http.Hijacker); ok {
 				if conn, _, err := hj.Hijack(); err == nil {
@@ -219,5 +227,111 @@ func SetPayload(b *PageBlock, p []byte) {
 	if utf8Valid(p) {
 		s := string(p)
 		b.PayloadUTF8 = &s
+	}
+}
+
+// wirePage decodes a binary (padwire) /blocks answer into a Page, payload_utf8 derived as
+// the daemon derives it for JSON.
+func wirePage(body []byte) (Page, error) {
+	rd := padwire.NewReader(bytes.NewReader(body), bufio.NewReader(nil))
+	h, err := rd.Header()
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{PadID: h.PadID, From: int(h.From), To: int(h.To), Count: int(h.Count), TotalBlocks: int(h.TotalBlocks), Blocks: []PageBlock{}}
+	for {
+		f, ok, err := rd.Next()
+		if err != nil {
+			return Page{}, err
+		}
+		if !ok {
+			break
+		}
+		payload := make([]byte, f.PayloadLen)
+		if err := rd.Payload(payload, nil); err != nil {
+			return Page{}, err
+		}
+		b := PageBlock{Seq: int(f.Seq), PrevHash: string(f.PrevHash), CurrHash: string(f.CurrHash), ContentType: string(f.ContentType), CreatedAt: f.CreatedAt}
+		SetPayload(&b, payload)
+		p.Blocks = append(p.Blocks, b)
+	}
+	return p, rd.End()
+}
+
+// pageWire encodes a Page in the binary form; ok is false when it cannot carry it.
+func pageWire(p Page) ([]byte, bool) {
+	if p.From < 0 || p.To < 0 || p.Count < 0 || p.TotalBlocks < 0 {
+		return nil, false
+	}
+	out := padwire.AppendHeader(nil, padwire.Header{PadID: p.PadID, From: uint32(p.From), To: uint32(p.To), Count: uint32(p.Count), TotalBlocks: uint32(p.TotalBlocks)})
+	for _, b := range p.Blocks {
+		payload, err := base64.StdEncoding.Strict().DecodeString(b.PayloadB64)
+		wb := padwire.Block{Seq: uint32(b.Seq), CreatedAt: b.CreatedAt, PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType}
+		if err != nil || b.Seq < 0 || !wb.Fits(len(payload)) {
+			return nil, false
+		}
+		out = padwire.AppendBlock(out, wb, payload)
+	}
+	return padwire.AppendEnd(out), true
+}
+
+// asJSON turns a binary /blocks answer into the JSON a rewrite can edit. After the
+// rewrite, fromJSON turns it back into the binary form when that carries the edited page
+// exactly (so every JSON tamper is also served to binary readers); otherwise the edited
+// JSON is served, as a daemon without the binary form would.
+func asJSON(t testing.TB, resp *Response) bool {
+	if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != padwire.MediaType {
+		return false
+	}
+	p, err := wirePage(resp.Body)
+	if err != nil {
+		t.Errorf("lockertest: the daemon's binary answer does not decode: %v", err)
+		return false
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Errorf("lockertest: %v", err)
+		return false
+	}
+	resp.Body = b
+	resp.Header.Set("Content-Type", "application/json")
+	return true
+}
+
+func fromJSON(resp *Response) {
+	if resp.Status != http.StatusOK || resp.Drop || resp.Header.Get("Content-Type") != "application/json" {
+		return
+	}
+	var p Page
+	if json.Unmarshal(resp.Body, &p) != nil {
+		return
+	}
+	b, ok := pageWire(p)
+	if !ok {
+		return
+	}
+	back, err := wirePage(b)
+	if err != nil {
+		return
+	}
+	if j, err := json.Marshal(back); err != nil || !bytes.Equal(j, resp.Body) {
+		return
+	}
+	resp.Body = b
+	resp.Header.Set("Content-Type", padwire.MediaType)
+}
+
+// JSONOnly is a Rewrite that makes the daemon answer as one without the binary form does:
+// a /blocks request over the JSON slice caps (here: any request that asked for the binary
+// form and received it for more than one block) is refused with the contract's 413, and
+// a client then pages in JSON.
+func JSONOnly(r *http.Request, resp *Response) {
+	if resp.Status != http.StatusOK || !strings.Contains(r.Header.Get("Accept"), padwire.MediaType) {
+		return
+	}
+	if from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to"); from != to {
+		resp.Status = http.StatusRequestEntityTooLarge
+		resp.Header.Set("Content-Type", "application/json")
+		resp.Body = []byte(`{"error":"payload_too_large","detail":"slice payload exceeds 65536 bytes; narrow from/to"}`)
 	}
 }

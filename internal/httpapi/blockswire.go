@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
+)
+
+// DefaultPadCacheBytes bounds the cache of sealed pads' encoded binary form.
+const DefaultPadCacheBytes = 32 << 20
+
+// acceptsPadwire reports whether the request's Accept header asks for the binary form: our
+// media type with a q above zero, and not below application/json's q. Without it, nothing
+// changes: the JSON contract is what every other client gets.
+func acceptsPadwire(r *http.Request) bool {
+	vals := r.Header.Values("Accept")
+	if len(vals) == 0 {
+		return false
+	}
+	ours, jsonQ := -1.0, -1.0
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, params, _ := strings.Cut(part, ";")
+			mt = strings.ToLower(strings.TrimSpace(mt))
+			q := 1.0
+			for p := range strings.SplitSeq(params, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+				if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+						q = f
+					}
+				}
+			}
+			switch mt {
+			case padwire.MediaType:
+				ours = max(ours, q)
+			case "application/json":
+				jsonQ = max(jsonQ, q)
+			}
+		}
+	}
+	return ours > 0 && ours >= jsonQ
+}
+
+// blocksWire serves a /blocks read in the binary form (padwire): the whole requested
+// range in one response, the slice caps lifted (the pad's quotas bound it), every check,
+// refusal and the read lease as for JSON. A sealed pad's whole encoded form is cached by
+// (pad, head): sealed pads never change, so a hit skips the store's block reads. An
+// answer the binary form cannot carry (a negative from echoed by an empty read) is
+// served as JSON, which the client asked to accept.
+func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, from, to int, hasTo bool) {
+	var cached []byte
+	opt := locker.ReadOptions{Whole: true}
+	if a.pads != nil {
+		opt.Reuse = func(id, head string) bool {
+			cached = a.pads.get(id, head)
+			return cached != nil
+		}
+	}
+	s, err := a.svc.ReadBlocksWith(r.Context(), padID, readTicket(r), from, to, hasTo, opt)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	body := cached
+	if !s.Reused {
+		var ok bool
+		if body, ok = encodeWire(s); !ok {
+			a.writeBlocksJSON(w, s)
+			return
+		}
+		if a.pads != nil && s.Sealed && s.From == 0 && s.To == s.TotalBlocks-1 && len(s.Blocks) > 0 {
+			a.pads.put(padID, s.Head, body)
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", padwire.MediaType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Vary", "Accept")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// encodeWire encodes s; ok is false when the binary form cannot carry it.
+func encodeWire(s locker.Slice) ([]byte, bool) {
+	if s.From < 0 || s.To < 0 || s.TotalBlocks < 0 {
+		return nil, false
+	}
+	hd := padwire.Header{PadID: s.PadID, From: uint32(s.From), To: uint32(s.To), Count: uint32(len(s.Blocks)), TotalBlocks: uint32(s.TotalBlocks)}
+	if !hd.Fits() {
+		return nil, false
+	}
+	size := padwire.HeaderSize(hd) + padwire.EndSize
+	bs := make([]padwire.Block, len(s.Blocks))
+	for i, b := range s.Blocks {
+		bs[i] = padwire.Block{Seq: uint32(b.Seq), CreatedAt: b.CreatedAt, PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType}
+		if b.Seq < 0 || !bs[i].Fits(len(b.Payload)) {
+			return nil, false
+		}
+		size += padwire.BlockSize(bs[i], len(b.Payload))
+	}
+	out := padwire.AppendHeader(make([]byte, 0, size), hd)
+	for i, b := range s.Blocks {
+		out = padwire.AppendBlock(out, bs[i], b.Payload)
+	}
+	return padwire.AppendEnd(out), true
+}
+
+// padCache holds sealed pads' encoded binary form by (pad, head), bounded by bytes; when
+// full it is emptied (one cold read per pad costs what every read cost before).
+type padCache struct {
+	mu    sync.RWMutex
+	m     map[string][]byte
+	bytes int
+	max   int
+}
+
+func newPadCache(maxBytes int) *padCache {
+	if maxBytes <= 0 {
+		return nil
+	}
+	return &padCache{m: map[string][]byte{}, max: maxBytes}
+}
+
+func cacheKey(padID, head string) string { return padID + "\x00" + head }
+
+func (c *padCache) get(padID, head string) []byte {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[cacheKey(padID, head)]
+}
+
+func (c *padCache) put(padID, head string, body []byte) {
+	if len(body) > c.max/4 {
+		return
+	}
+	k := cacheKey(padID, head)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	if c.bytes+len(body) > c.max {
+		clear(c.m)
+		c.bytes = 0
+	}
+	c.m[k] = body
+	c.bytes += len(body)
+}

@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/padwire"
+)
+
+const wireAccept = "Accept: " + padwire.MediaType
+
+// wirePage decodes a binary /blocks answer into the JSON form's blocksBody.
+func wirePage(t *testing.T, body string) blocksBody {
+	t.Helper()
+	rd := padwire.NewReader(strings.NewReader(body), bufio.NewReader(nil))
+	h, err := rd.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := blocksBody{PadID: h.PadID, From: int(h.From), To: int(h.To), Count: int(h.Count), TotalBlocks: int(h.TotalBlocks), Blocks: []blockBody{}}
+	for {
+		f, ok, err := rd.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		payload := make([]byte, f.PayloadLen)
+		if err := rd.Payload(payload, nil); err != nil {
+			t.Fatal(err)
+		}
+		b := blockBody{Seq: int(f.Seq), PrevHash: string(f.PrevHash), CurrHash: string(f.CurrHash), ContentType: string(f.ContentType), CreatedAt: f.CreatedAt}
+		b.PayloadB64, b.PayloadUTF8 = blockText(payload)
+		p.Blocks = append(p.Blocks, b)
+	}
+	if err := rd.End(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestBlocksWire: the binary form is served only when asked for, carries exactly what the
+// JSON form carries (for ranges the JSON form would refuse too), and every refusal stays
+// the contract's JSON.
+func TestBlocksWire(t *testing.T) {
+	hs := newHarness(t)
+	c := hs.create(`{"max_blocks": 300}`)
+	hs.fill(c, 300, "a 1 KiB-ish block payload "+strings.Repeat("é", 400)) // over the JSON slice caps
+	path := "/v1/pads/" + c.PadID + "/blocks"
+	bearer := "Authorization: Bearer " + c.ReadTicket
+
+	// Not asked: the JSON form, byte for byte the same with or without Accept: application/json.
+	plain := hs.do("GET", path+"?from=0&to=9", nil, bearer)
+	withJSON := hs.do("GET", path+"?from=0&to=9", nil, bearer, "Accept: application/json")
+	both := hs.do("GET", path+"?from=0&to=9", nil, bearer, "Accept: application/json, "+padwire.MediaType+";q=0.5")
+	zero := hs.do("GET", path+"?from=0&to=9", nil, bearer, "Accept: "+padwire.MediaType+";q=0")
+	for _, r := range []resp{withJSON, both, zero} {
+		if r.status != 200 || r.body != plain.body || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("JSON answer differs: %d %s", r.status, r.header.Get("Content-Type"))
+		}
+	}
+	// Asked: the same blocks, and the whole pad at once where JSON says 413.
+	wire := hs.do("GET", path+"?from=0&to=9", nil, bearer, wireAccept)
+	if wire.status != 200 || wire.header.Get("Content-Type") != padwire.MediaType || wire.header.Get("Vary") != "Accept" {
+		t.Fatalf("binary answer: %d %v", wire.status, wire.header)
+	}
+	var want blocksBody
+	if err := json.Unmarshal([]byte(plain.body), &want); err != nil {
+		t.Fatal(err)
+	}
+	gotJSON, _ := json.Marshal(wirePage(t, wire.body))
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Fatalf("binary page differs from the JSON page:\n%s\n%s", gotJSON, wantJSON)
+	}
+	if r := hs.do("GET", path, nil, bearer); r.status != 413 {
+		t.Fatalf("JSON whole pad: %d, want 413", r.status)
+	}
+	whole := wirePage(t, hs.do("GET", path, nil, bearer, wireAccept).body)
+	if whole.Count != 300 || whole.To != 299 || len(whole.Blocks) != 300 || whole.TotalBlocks != 300 {
+		t.Fatalf("whole pad: count %d to %d", whole.Count, whole.To)
+	}
+	// Refusals are the contract's JSON bodies, whatever was asked for.
+	for _, tc := range []struct {
+		path, header string
+		status       int
+	}{
+		{"/v1/pads/nope/blocks", bearer, 404},
+		{path, "", 401},
+		{path, "Authorization: Bearer wrong", 401},
+		{path + "?from=x", bearer, 422},
+		{path + "?from=5&to=2", bearer, 422},
+	} {
+		a, b := hs.do("GET", tc.path, nil, tc.header), hs.do("GET", tc.path, nil, tc.header, wireAccept)
+		if a.status != tc.status || b.status != tc.status || a.body != b.body || b.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q vs %d %q", tc.path, a.status, a.body, b.status, b.body)
+		}
+	}
+	// An empty pad's nonsense range echoes a negative from: JSON, which the client accepts.
+	e := hs.create(`{}`)
+	a := hs.do("GET", "/v1/pads/"+e.PadID+"/blocks?from=-3", nil, "Authorization: Bearer "+e.ReadTicket)
+	b := hs.do("GET", "/v1/pads/"+e.PadID+"/blocks?from=-3", nil, "Authorization: Bearer "+e.ReadTicket, wireAccept)
+	if a.body != b.body || b.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("empty pad, from=-3: %q vs %q", a.body, b.body)
+	}
+}
+
+// TestBlocksWireCache: a sealed pad's binary form is cached by (pad, head) — a change to
+// the stored blocks behind the daemon's back is not seen while the head is the same, and
+// is seen as soon as the head differs; an open pad is never cached; a cached read still
+// opens and enforces the read_once lease.
+func TestBlocksWireCache(t *testing.T) {
+	hs := newHarness(t)
+	c := hs.create(`{"max_blocks": 3}`)
+	hs.mustAppend(c, envelope)
+	hs.mustAppend(c, "one")
+	path := "/v1/pads/" + c.PadID + "/blocks"
+	bearer := "Authorization: Bearer " + c.ReadTicket // read_once
+	db := hs.db()
+	// The store refuses to change a block; the test plays someone who edits the file.
+	if _, err := db.ExecContext(t.Context(), `DROP TRIGGER blocks_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	tamper := func(payload string) {
+		t.Helper()
+		if _, err := db.ExecContext(t.Context(), `UPDATE blocks SET payload = ? WHERE pad_id = ? AND seq = 1`, []byte(payload), c.PadID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	payload1 := func() string {
+		t.Helper()
+		r := hs.do("GET", path, nil, bearer, wireAccept)
+		if r.status != 200 {
+			t.Fatalf("read: %d %s", r.status, r.body)
+		}
+		return *wirePage(t, r.body).Blocks[1].PayloadUTF8
+	}
+	// Open: read from the store every time.
+	if got := payload1(); got != "one" {
+		t.Fatalf("open pad: %q", got)
+	}
+	tamper("ONE")
+	if got := payload1(); got != "ONE" {
+		t.Fatalf("open pad after a store change: %q (cached?)", got)
+	}
+	tamper("one")
+	hs.seal(c)
+	if got := payload1(); got != "one" { // the first read of the sealed pad fills the cache
+		t.Fatalf("sealed pad: %q", got)
+	}
+	tamper("ONE")
+	if got := payload1(); got != "one" {
+		t.Fatalf("sealed pad, same head: %q, want the cached form", got)
+	}
+	if _, err := db.ExecContext(t.Context(), `UPDATE pads SET head_hash = ? WHERE id = ?`, strings.Repeat("f", 64), c.PadID); err != nil {
+		t.Fatal(err)
+	}
+	if got := payload1(); got != "ONE" {
+		t.Fatalf("sealed pad, another head: %q, want the store's blocks", got)
+	}
+	// The lease: opened by the first read above, over after 600 s, cached or not.
+	hs.clock.Advance(601 * time.Second)
+	if r := hs.do("GET", path, nil, bearer, wireAccept); r.status != http.StatusForbidden {
+		t.Fatalf("after the lease: %d %s", r.status, r.body)
+	}
+}
+
+// blockText is a payload's two JSON representations.
+func blockText(p []byte) (string, *string) {
+	var text *string
+	if utf8.Valid(p) {
+		s := string(p)
+		text = &s
+	}
+	return base64.StdEncoding.EncodeToString(p), text
+}

@@ -1,0 +1,224 @@
+package lockerclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
+)
+
+// wireAccept asks for the binary form (padwire) and accepts the contract's JSON: a daemon
+// that does not offer the binary form answers as it always has.
+const wireAccept = padwire.MediaType + ", application/json;q=0.5"
+
+// wireRetry is how long a client that found a daemon without the binary form keeps to
+// JSON paging before it asks again (a daemon may be upgraded in place).
+const wireRetry = 5 * time.Minute
+
+// wireEnabled reports whether to ask for the binary form.
+func (c *Client) wireEnabled() bool {
+	return time.Now().UnixNano() >= c.noWireUntil.Load()
+}
+
+// readWire asks for the whole pad (blocks 0..n-1) in one response, in the binary form,
+// and verifies what arrives as it arrives. done is false when the daemon refused the
+// range as too large for one page (a daemon that only serves JSON pages): the caller then
+// pages as for any JSON daemon. A JSON answer is one page for exactly that range, checked
+// like every page.
+func (c *Client) readWire(ctx context.Context, w *walk, padID, ticket string, n int, buf *[]byte) (done bool, err error) {
+	from, to := 0, n-1
+	q := url.Values{"from": {strconv.Itoa(from)}, "to": {strconv.Itoa(to)}}
+	r := &request{method: http.MethodGet, route: "/v1/pads/{pad_id}/blocks", path: padPath(padID, "blocks"),
+		query: q, secrets: []string{ticket}, maxBody: c.maxPage, buf: buf, accept: wireAccept}
+	if ticket != "" {
+		if c.transport == config.TicketQuery {
+			q.Set("ticket", ticket)
+		} else {
+			r.bearer = ticket
+		}
+	}
+	streamed := false
+	r.stream = func(resp *http.Response) error {
+		streamed = true
+		cr := &capReader{r: resp.Body, left: int64(c.maxPage)}
+		br := c.getReader()
+		defer c.readers.Put(br)
+		ve := w.wire(padwire.NewReader(cr, br), from, to)
+		switch {
+		case errors.Is(cr.err, errBodyTooLarge):
+			return &DaemonError{Status: resp.StatusCode, Detail: fmt.Sprintf("the response from %s exceeds %d bytes", c.redacted(r), c.maxPage)}
+		case cr.err != nil:
+			return &DaemonError{Detail: c.transportDetail(ctx, r, cr.err, "reading the response from")}
+		case ve != nil:
+			return ve
+		}
+		return nil
+	}
+	_, body, err := c.do(ctx, r)
+	var de *DaemonError
+	if errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge {
+		c.noWireUntil.Store(time.Now().Add(wireRetry).UnixNano())
+		return false, nil
+	}
+	if err != nil || streamed {
+		return err == nil, err
+	}
+	c.noWireUntil.Store(time.Now().Add(wireRetry).UnixNano())
+	if ve := w.page(body, from, to); ve != nil {
+		return false, ve
+	}
+	return true, nil
+}
+
+// isWire reports whether a response's Content-Type is the binary form.
+func isWire(ctype string) bool {
+	mt, _, err := mime.ParseMediaType(ctype)
+	return err == nil && mt == padwire.MediaType
+}
+
+func (c *Client) getReader() *bufio.Reader {
+	if br, ok := c.readers.Get().(*bufio.Reader); ok {
+		return br
+	}
+	return bufio.NewReaderSize(nil, 32<<10)
+}
+
+// capReader reads at most left bytes and remembers the first error of the underlying
+// reader other than io.EOF (a cut connection, a body shorter than its Content-Length) —
+// a transport failure, reported as the JSON path reports it — apart from a stream that is
+// merely malformed.
+type capReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		c.err = errBodyTooLarge
+		return n, c.err
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+	}
+	return n, err
+}
+
+// wire decodes and checks a binary answer for blocks from..to, with the checks and the
+// order of page (the JSON form): every frame is read (to count them), blocks within the
+// requested count are verified as their payload arrives.
+func (w *walk) wire(rd *padwire.Reader, from, to int) *VerificationError {
+	want := to - from + 1
+	malformed := func(err error) *VerificationError {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d is not a well-formed block list (%v)", from, to, err)}
+	}
+	h, err := rd.Header()
+	if err != nil {
+		return malformed(err)
+	}
+	got := 0
+	for {
+		f, ok, err := rd.Next()
+		if err != nil {
+			return malformed(err)
+		}
+		if !ok {
+			break
+		}
+		if got < want && w.blockErr == nil {
+			err = w.wireBlock(rd, f, from+got)
+		} else {
+			err = rd.Skip()
+		}
+		if err != nil {
+			return malformed(err)
+		}
+		got++
+	}
+	if err := rd.End(); err != nil {
+		return malformed(err)
+	}
+	if h.PadID != w.padID {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon answered with pad %s while %s was requested", strconv.Quote(capText(h.PadID)), strconv.Quote(capText(w.padID)))}
+	}
+	if !w.hasTotal {
+		w.hasTotal, w.total = true, int(h.TotalBlocks)
+	} else if int(h.TotalBlocks) != w.total {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon reported total_blocks changing between pages (%d then %d)", w.total, h.TotalBlocks)}
+	}
+	if got != want {
+		return &VerificationError{Cause: CauseIncompleteRetrieval, Reason: fmt.Sprintf("incomplete retrieval: asked for blocks %d..%d (%d) and received %d; refusing to verify a partial chain", from, to, want, got)}
+	}
+	if int64(h.From) != int64(from) || int64(h.To) != int64(to) || int64(h.Count) != int64(got) {
+		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d echoes a different range or count", from, to)}
+	}
+	return nil
+}
+
+// wireBlock verifies one frame at position index, reading its payload into the arena and
+// hashing it as it arrives. A block that does not verify is recorded in w.blockErr (and
+// its payload consumed); the error returned is the stream's.
+func (w *walk) wireBlock(rd *padwire.Reader, f padwire.Frame, index int) error {
+	fail := func(cause Cause, format string, a ...any) error {
+		w.blockErr = &VerificationError{Cause: cause, Reason: fmt.Sprintf(format, a...)}
+		return rd.Skip()
+	}
+	if int64(f.Seq) != int64(index) {
+		return fail(CauseInconsistentBlocks, "the block at position %d reports seq=%d; the chain is not a contiguous 0-based sequence", index, f.Seq)
+	}
+	dl := f.PayloadLen
+	if len(w.arena)+dl > w.maxBytes {
+		return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
+	}
+	if cap(w.arena)-len(w.arena) < dl {
+		grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
+		copy(grown, w.arena)
+		w.arena = grown // earlier blocks keep their slices of the old array
+	}
+	at := len(w.arena)
+	payload := w.arena[at : at+dl : at+dl]
+	// The frame's hashes alias the reader's scratch: compare them before reading on.
+	prevOK := w.chainValid && bytes.Equal(f.PrevHash, w.prev[:])
+	var curr [64]byte
+	currOK := len(f.CurrHash) == len(curr)
+	copy(curr[:], f.CurrHash)
+	if w.chainValid {
+		w.hasher.Begin()
+		if err := rd.Payload(payload, &w.hasher); err != nil {
+			return err
+		}
+	} else if err := rd.Payload(payload, nil); err != nil {
+		return err
+	}
+	w.arena = w.arena[:at+dl]
+	b := Block{Seq: index, Payload: payload, UTF8: utf8.Valid(payload), CreatedAt: f.CreatedAt, HasCreatedAt: true}
+	copy(b.PrevHash[:], w.prev[:])
+	if w.chainValid {
+		next := w.hasher.End()
+		if prevOK && currOK && bytes.Equal(curr[:], next) {
+			copy(w.prev[:], next)
+			w.verified++
+		} else {
+			w.chainValid = false
+		}
+	}
+	copy(b.CurrHash[:], w.prev[:])
+	w.blocks = append(w.blocks, b)
+	return nil
+}

@@ -1,0 +1,198 @@
+package lockerclient
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/lockerclient/lockertest"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
+)
+
+// forms records the Content-Type of every /blocks answer h gives.
+type forms struct {
+	h  http.Handler
+	mu sync.Mutex
+	ct []string
+}
+
+func (f *forms) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/blocks") {
+		w = &headerSeen{ResponseWriter: w, f: f}
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+// headerSeen records the Content-Type when the header is written: before the client can
+// have read the body (and returned).
+type headerSeen struct {
+	http.ResponseWriter
+	f *forms
+}
+
+func (h *headerSeen) WriteHeader(code int) {
+	h.f.mu.Lock()
+	h.f.ct = append(h.f.ct, h.Header().Get("Content-Type"))
+	h.f.mu.Unlock()
+	h.ResponseWriter.WriteHeader(code)
+}
+
+// jsonOnly is a daemon without the binary form: it never sees the client's Accept.
+func jsonOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Accept")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func chainsEqual(t *testing.T, a, b *Chain) {
+	t.Helper()
+	if a.Head != b.Head || a.Bytes != b.Bytes || len(a.Blocks) != len(b.Blocks) || a.Integrity.Verdict != b.Integrity.Verdict {
+		t.Fatalf("chains differ: %s/%d/%d/%s vs %s/%d/%d/%s", a.Head, a.Bytes, len(a.Blocks), a.Integrity.Verdict, b.Head, b.Bytes, len(b.Blocks), b.Integrity.Verdict)
+	}
+	for i := range a.Blocks {
+		x, y := a.Blocks[i], b.Blocks[i]
+		if x.Seq != y.Seq || x.PrevHash != y.PrevHash || x.CurrHash != y.CurrHash || !bytes.Equal(x.Payload, y.Payload) || x.UTF8 != y.UTF8 ||
+			x.CreatedAt != y.CreatedAt || x.HasCreatedAt != y.HasCreatedAt {
+			t.Fatalf("block %d differs", i)
+		}
+	}
+}
+
+// TestWireRoundTripAndFallback: a read in the binary form (one answer, whole pad) gives
+// exactly the chain a JSON read gives; a daemon without the binary form is read in JSON,
+// whether it answers the whole-pad request with a page or with 413 (then paged), and the
+// client keeps to JSON with it afterwards.
+func TestWireRoundTripAndFallback(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 1))
+	d := lockertest.New(t, lockertest.Options{})
+	payloads := [][]byte{[]byte(lockertest.Envelope)}
+	for len(payloads) < 12 {
+		payloads = append(payloads, randomPayload(r))
+	}
+	p := d.Pad(payloads, true)
+	head := locker.ChainHead(payloads)
+	read := func(h http.Handler) (*Chain, []string) {
+		t.Helper()
+		f := &forms{h: h}
+		c := serve(t, f)
+		ch, err := c.Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{ExpectedHead: &head})
+		if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
+			t.Fatalf("read: %v", err)
+		}
+		// A second read with the same client: JSON-only daemons are remembered.
+		if _, err := c.Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{}); err != nil {
+			t.Fatalf("second read: %v", err)
+		}
+		return ch, f.ct
+	}
+	wire, wireCT := read(d.Handler)
+	if len(wireCT) != 2 || wireCT[0] != padwire.MediaType || wireCT[1] != padwire.MediaType {
+		t.Fatalf("binary daemon answered %v, want two binary answers", wireCT)
+	}
+	for i, b := range wire.Blocks {
+		if !bytes.Equal(b.Payload, payloads[i]) {
+			t.Fatalf("block %d payload differs", i)
+		}
+	}
+	js, jsCT := read(jsonOnly(d.Handler))
+	chainsEqual(t, wire, js)
+	if len(jsCT) < 2 || slicesContain(jsCT, padwire.MediaType) {
+		t.Fatalf("JSON-only daemon: %v", jsCT)
+	}
+	paged, pagedCT := read(d.Hostile(lockertest.JSONOnly))
+	chainsEqual(t, wire, paged)
+	if pagedCT[0] != "application/json" || len(pagedCT) < 3 {
+		t.Fatalf("413 then pages: %v", pagedCT)
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWireTamperVerdicts: every single-byte change the property test makes, served in
+// the binary form and in the JSON form, gives the same verdict and cause.
+func TestWireTamperVerdicts(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 2))
+	d := lockertest.New(t, lockertest.Options{})
+	payloads := [][]byte{[]byte(lockertest.Envelope)}
+	for len(payloads) < 6 {
+		payloads = append(payloads, randomPayload(r))
+	}
+	p := d.Pad(payloads, true)
+	head := locker.ChainHead(payloads)
+	for range 30 {
+		m := mutation{block: r.IntN(len(payloads)), pos: r.IntN(1 << 20), delta: byte(1 + r.IntN(255))}
+		m.what = []string{"payload", "prev_hash", "curr_hash", "seq", "manifest_head"}[r.IntN(5)]
+		h := d.Hostile(m.rewrite(t))
+		for _, exp := range []*string{nil, &head} {
+			f := &forms{h: h}
+			_, werr := serve(t, f).Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{ExpectedHead: exp})
+			_, jerr := serve(t, jsonOnly(h)).Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{ExpectedHead: exp})
+			var wve, jve *VerificationError
+			if !errors.As(werr, &wve) || !errors.As(jerr, &jve) {
+				t.Fatalf("%v: binary %v, JSON %v: want verification failures", m, werr, jerr)
+			}
+			if wve.Cause != jve.Cause || wve.Integrity.Verdict != jve.Integrity.Verdict {
+				t.Fatalf("%v: binary %s/%s, JSON %s/%s", m, wve.Cause, wve.Integrity.Verdict, jve.Cause, jve.Integrity.Verdict)
+			}
+			if m.what != "manifest_head" && !slicesContain(f.ct, padwire.MediaType) {
+				t.Fatalf("%v: the tampered pad was not served in the binary form (%v): %v", m, f.ct, werr)
+			}
+		}
+	}
+}
+
+// TestWireMalformed: a binary answer cut short (its Content-Length matching), with
+// trailing bytes, or of another version fails closed as an inconsistent block list.
+func TestWireMalformed(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	payloads := [][]byte{[]byte(lockertest.Envelope), []byte("two")}
+	p := d.Pad(payloads, true)
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"short", func(b []byte) []byte { return b[:len(b)-4] }},
+		{"trailing", func(b []byte) []byte { return append(b, 0) }},
+		{"version", func(b []byte) []byte { b[4] = 9; return b }},
+		{"frame cut", func(b []byte) []byte { return b[:len(b)-10] }},
+	} {
+		_, err := serve(t, rawWire(d, tc.edit)).Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{})
+		var ve *VerificationError
+		if !errors.As(err, &ve) || ve.Cause != CauseInconsistentBlocks {
+			t.Errorf("%s: %v, want inconsistent_blocks", tc.name, err)
+		}
+	}
+}
+
+// rawWire serves d's answers with edit applied to every binary body.
+func rawWire(d *lockertest.Daemon, edit func([]byte) []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		d.Handler.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if rec.Header().Get("Content-Type") == padwire.MediaType {
+			body = edit(bytes.Clone(body))
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	})
+}

@@ -1,0 +1,309 @@
+// Command bench runs the benchmarks quoted in README.md's performance table, prints one
+// table (figure, value, baseline, ratio, goal, command) and writes bench.json: a list of
+// {"id","value","unit","baseline","ratio","goal"}. Every ratio is against a baseline
+// measured in the same run — in alternating rounds inside the benchmark
+// (internal/benchratio) or, for appends, in -count rounds that alternate with the floor —
+// and each figure is the median of its rounds. The machine is shared: ratios, not times.
+//
+//	go run ./scripts/bench                        # run everything, write bench.json
+//	go run ./scripts/bench -from bench.json -readme README.md   # regenerate the table only
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Figure is one entry of bench.json.
+type Figure struct {
+	ID       string  `json:"id"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	Baseline float64 `json:"baseline"`
+	Ratio    float64 `json:"ratio"`
+	Goal     string  `json:"goal"`
+}
+
+// spec says what a figure measures and how to rerun it.
+type spec struct {
+	what, baseline, command string
+}
+
+var specs = map[string]spec{}
+
+func init() {
+	list := "go test -run '^$' -bench 'ListTools/%s/%s$' ./internal/extmcp/"
+	for _, n := range []string{"10", "100", "1000"} {
+		specs["extmcp-list-"+n] = spec{"ExtMcp tools/list decision, " + n + " tools, warm (a repeat listing: the decision memo)", "SHA-256 of the same result bytes, µs", fmt.Sprintf(list, n, "warm")}
+		specs["extmcp-list-"+n+"-nomemo"] = spec{"the same, memo off (every tool's digest found by its raw bytes)", "SHA-256 of the same result bytes, µs", fmt.Sprintf(list, n, "digest-cache")}
+	}
+	specs["extmcp-call"] = spec{"ExtMcp tools/call decision", "—", "go test -run '^$' -bench 'CallTool$' ./internal/extmcp/"}
+	load := "go run ./scripts/extmcp-load -rate 2000 -duration 5s"
+	specs["grpc-list-p99-2000"] = spec{"tools/list over loopback gRPC at 2,000 req/s, p99 from each request's scheduled start, generator in its own process", "the same load against a no-op server of the same shape (calibration), ms", load}
+	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process", "the same load against the no-op server (calibration), ms", load}
+	read := "go test -run '^$' -bench 'ReadVerify256KiB/%s/%s$' ./internal/lockerclient/"
+	specs["read-64k"] = spec{"lockermcp's verified read of a 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
+	specs["read-1k"] = spec{"the same, 256 × 1 KiB blocks", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd")}
+	specs["read-64k-json"] = spec{"the same read in the JSON form (pages), 4 × 64 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-json")}
+	specs["read-1k-json"] = spec{"the same read in the JSON form, 256 × 1 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd-json")}
+	specs["read-ceiling"] = spec{"the ceiling of any HTTP read here: one loopback GET of the same 256 KiB from memory, hashed as it arrives", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "ceiling-get")}
+	appendCmd := "BENCH_DIR=$PWD/bin go test -run '^$' -bench Append -benchtime 1000x -count 3 ./internal/sqlitestore/"
+	for _, n := range []string{"1", "8", "64"} {
+		specs["append-"+n] = spec{"durable appends (fsync before every 201, group commit) across " + n + " pad(s)", "one durable single-row INSERT commit, appends/s", appendCmd}
+	}
+	specs["sha256-mbps"] = spec{"SHA-256 throughput on this machine (the read baselines' own median)", "—", fmt.Sprintf(read, "4blocks", "http-lockerd")}
+}
+
+var order = []string{"extmcp-list-10", "extmcp-list-100", "extmcp-list-1000", "extmcp-list-10-nomemo", "extmcp-list-100-nomemo", "extmcp-list-1000-nomemo",
+	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "read-64k", "read-1k", "read-64k-json", "read-1k-json", "read-ceiling",
+	"append-1", "append-8", "append-64", "sha256-mbps"}
+
+func main() {
+	out := flag.String("out", "bench.json", "where to write the figures")
+	from := flag.String("from", "", "read figures from this bench.json instead of running the benchmarks")
+	readme := flag.String("readme", "", "rewrite the table between the bench markers of this file")
+	count := flag.Int("count", 3, "rounds of each go benchmark (the median is quoted)")
+	flag.Parse()
+	var figs []Figure
+	var err error
+	if *from != "" {
+		figs, err = load(*from)
+	} else {
+		figs, err = runAll(*count)
+		if err == nil {
+			err = write(*out, figs)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	printTable(figs)
+	if *readme != "" {
+		if err := rewriteReadme(*readme, figs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// results maps a benchmark name (without -GOMAXPROCS) to each round's metrics by unit.
+type results map[string][]map[string]float64
+
+func goBench(env []string, args ...string) (results, error) {
+	cmd := exec.Command("go", append([]string{"test", "-run", "^$"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	fmt.Fprintln(os.Stderr, "bench: go", strings.Join(cmd.Args[1:], " "))
+	outb, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, outb)
+	}
+	r := results{}
+	sc := bufio.NewScanner(bytes.NewReader(outb))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				m[f[i+1]] = v
+			}
+		}
+		r[name] = append(r[name], m)
+	}
+	return r, nil
+}
+
+// median of one metric over a benchmark's rounds.
+func (r results) median(name, unit string) (float64, error) {
+	var v []float64
+	for _, m := range r[name] {
+		if x, ok := m[unit]; ok {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return 0, fmt.Errorf("no %s for %s", unit, name)
+	}
+	slices.Sort(v)
+	return v[len(v)/2], nil
+}
+
+func runAll(count int) ([]Figure, error) {
+	var figs []Figure
+	var errs []error
+	must := func(v float64, err error) float64 {
+		errs = append(errs, err)
+		return v
+	}
+	c := "-count=" + strconv.Itoa(count)
+
+	ex, err := goBench(nil, "-bench", "ListTools/(10|100|1000)/(warm|digest-cache)$|CallTool$", c, "./internal/extmcp/")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range []string{"10", "100", "1000"} {
+		for _, v := range []struct{ id, sub string }{{"extmcp-list-" + n, "warm"}, {"extmcp-list-" + n + "-nomemo", "digest-cache"}} {
+			name := "BenchmarkListTools/" + n + "/" + v.sub
+			figs = append(figs, Figure{ID: v.id, Unit: "µs", Value: must(ex.median(name, "subject-ns")) / 1e3,
+				Baseline: must(ex.median(name, "base-ns")) / 1e3, Ratio: must(ex.median(name, "x_sha256")), Goal: "ratio <= 1.5"})
+		}
+	}
+	figs = append(figs, Figure{ID: "extmcp-call", Unit: "µs", Value: must(ex.median("BenchmarkCallTool", "ns/op")) / 1e3, Goal: "<= 20 µs"})
+
+	rd, err := goBench(nil, "-bench", "ReadVerify256KiB/(4|256)blocks/(ceiling-get|http-lockerd|http-lockerd-json)$", c, "./internal/lockerclient/")
+	if err != nil {
+		return nil, err
+	}
+	var shas []float64
+	for _, v := range []struct{ id, blocks, sub, goal string }{
+		{"read-64k", "4", "http-lockerd", "ratio >= 0.4"}, {"read-1k", "256", "http-lockerd", "ratio >= 0.15"},
+		{"read-64k-json", "4", "http-lockerd-json", "no slower than before"}, {"read-1k-json", "256", "http-lockerd-json", "no slower than before"},
+		{"read-ceiling", "4", "ceiling-get", "—"},
+	} {
+		name := "BenchmarkReadVerify256KiB/" + v.blocks + "blocks/" + v.sub
+		base := must(rd.median(name, "base_MB/s"))
+		ratio := must(rd.median(name, "x_sha256"))
+		shas = append(shas, base)
+		figs = append(figs, Figure{ID: v.id, Unit: "MB/s", Value: base * ratio, Baseline: base, Ratio: ratio, Goal: v.goal})
+	}
+	slices.Sort(shas)
+	figs = append(figs, Figure{ID: "sha256-mbps", Unit: "MB/s", Value: shas[len(shas)/2], Goal: "—"})
+
+	dir, _ := filepath.Abs("bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ap, err := goBench([]string{"BENCH_DIR=" + dir}, "-bench", "Append", "-benchtime", "1000x", c, "./internal/sqlitestore/")
+	if err != nil {
+		return nil, err
+	}
+	floor := must(ap.median("BenchmarkAppend/floor=insert-commit", "appends/s"))
+	for _, v := range []struct{ n, goal string }{{"1", "—"}, {"8", "ratio >= 1.0"}, {"64", "ratio >= 2"}} {
+		val := must(ap.median("BenchmarkAppend/pads="+v.n, "appends/s"))
+		figs = append(figs, Figure{ID: "append-" + v.n, Unit: "appends/s", Value: val, Baseline: floor, Ratio: val / floor, Goal: v.goal})
+	}
+
+	lg, err := loadGen()
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, lg...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(figs, func(a, b Figure) int { return slices.Index(order, a.ID) - slices.Index(order, b.ID) })
+	return figs, nil
+}
+
+func loadGen() ([]Figure, error) {
+	cmd := exec.Command("go", "run", "./scripts/extmcp-load", "-rate", "2000", "-duration", "5s", "-json")
+	cmd.Stderr = os.Stderr
+	fmt.Fprintln(os.Stderr, "bench: go", strings.Join(cmd.Args[1:], " "))
+	outb, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("extmcp-load: %w", err)
+	}
+	var doc struct {
+		Results []struct {
+			Method, Target string
+			P99Micros      float64 `json:"p99Micros"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(outb, &doc); err != nil {
+		return nil, err
+	}
+	p99 := map[string]float64{}
+	for _, r := range doc.Results {
+		p99[r.Method+"/"+r.Target] = r.P99Micros / 1e3
+	}
+	var figs []Figure
+	for _, m := range []struct{ id, method string }{{"grpc-list-p99-2000", "tools/list"}, {"grpc-call-p99-2000", "tools/call"}} {
+		v, b := p99[m.method+"/processor"], p99[m.method+"/noop"]
+		figs = append(figs, Figure{ID: m.id, Unit: "ms", Value: v, Baseline: b, Ratio: v / b, Goal: "<= 1 ms"})
+	}
+	return figs, nil
+}
+
+func write(path string, figs []Figure) error {
+	b, err := json.MarshalIndent(figs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func load(path string) ([]Figure, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var figs []Figure
+	return figs, json.Unmarshal(b, &figs)
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "—"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func ratio(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64) + "×"
+}
+
+func printTable(figs []Figure) {
+	fmt.Printf("%-24s %12s %-9s %12s %9s  %-22s %s\n", "figure", "value", "unit", "baseline", "ratio", "goal", "command")
+	for _, f := range figs {
+		fmt.Printf("%-24s %12s %-9s %12s %9s  %-22s %s\n", f.ID, num(f.Value), f.Unit, num(f.Baseline), ratio(f.Ratio), f.Goal, specs[f.ID].command)
+	}
+}
+
+const beginMark, endMark = "<!-- bench:begin (generated by go run ./scripts/bench -from bench.json -readme README.md) -->", "<!-- bench:end -->"
+
+func rewriteReadme(path string, figs []Figure) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no bench markers", path)
+	}
+	var t strings.Builder
+	t.WriteString(beginMark + "\n\n| figure | what | value | baseline | ratio | goal | command |\n|---|---|---|---|---|---|---|\n")
+	for _, f := range figs {
+		sp := specs[f.ID]
+		fmt.Fprintf(&t, "| `%s` | %s | %s %s | %s (%s) | %s | %s | `%s` |\n", f.ID, sp.what, num(f.Value), f.Unit, num(f.Baseline), sp.baseline, ratio(f.Ratio), f.Goal, sp.command)
+	}
+	t.WriteString("\n")
+	return os.WriteFile(path, []byte(s[:i]+t.String()+s[j:]), 0o644)
+}
