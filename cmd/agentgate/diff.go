@@ -39,7 +39,7 @@ Invisible characters are written as escapes (\u200b, <U+E0041>) so that they can
 --json prints one JSON document instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
 		Example: `  agentgate diff
   agentgate diff --server filesystem --json`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.compare(cmd, server, asJSON, false, "", "")
 		},
@@ -73,7 +73,7 @@ or above --fail-on, ::warning below it.` + fmt.Sprintf(exitCodesHelp, "no drift,
   # as a GitHub Actions step (action.yml in this repository):
   #   - uses: agentgate-dev/agentgate@main
   #     with: {fail-on: warning}`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := failOn
 			if !cmd.Flags().Changed("fail-on") {
@@ -227,7 +227,7 @@ func driftLines(rep *lockfile.Report, lockName, configName string) []driftLine {
 	for _, s := range rep.Servers {
 		switch s.Change {
 		case lockfile.Added:
-			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: not in %s (%d tools); lock it", s.Server, lockName, len(s.Tools))})
+			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: not in %s (%s); lock it", s.Server, lockName, cli.Count(len(s.Tools), "tool", ""))})
 			continue
 		case lockfile.Removed:
 			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: locked but no longer in %s", s.Server, configName)})

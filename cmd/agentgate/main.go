@@ -26,6 +26,7 @@ func run(ctx context.Context, args []string, env cli.Env) int {
 type deps struct {
 	now     func() time.Time
 	version string
+	commit  string
 	getwd   func() (string, error)
 	list    func(context.Context, mcpclient.Server, mcpclient.Options) (*mcpclient.Listing, error)
 	// environ is the base environment of stdio servers; nil means the process environment.
@@ -36,6 +37,7 @@ func defaultDeps() deps {
 	return deps{
 		now:     time.Now,
 		version: version.Version,
+		commit:  version.Commit,
 		getwd:   os.Getwd,
 		list:    mcpclient.ListTools,
 	}

@@ -52,7 +52,7 @@ Your role needs the stack's ApproverPolicyArn.`
 		Short:   short,
 		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
 		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a9c1d0b7e --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
-		Args:    cobra.ExactArgs(2),
+		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, tool := args[0], args[1]
 			if err := checkDigestArg(digest); err != nil {

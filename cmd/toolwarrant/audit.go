@@ -34,7 +34,7 @@ RFC 6962 Merkle tree whose signed C2SP checkpoints ('audit checkpoint') anchor '
 verify', prove one entry ('audit prove') and are cosigned by witnesses
 (docs/transparency-log.md).` + exitCodes("success", ""),
 		Example: "  toolwarrant audit verify --head 42:3f2a…\n  toolwarrant audit export > audit.jsonl",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd(), a.auditCheckpointCmd(),
@@ -74,7 +74,7 @@ With --remote URL (or TOOLWARRANT_REMOTE) the entries come from the approvals AP
 deployment (GET /v1/audit, page by page, each page checked to continue the sequence), for
 'audit verify --export FILE --log-pub DER' against the KMS key and the S3 checkpoints.` + exitCodes("written", ""),
 		Example: "  toolwarrant audit export > audit.jsonl\n  toolwarrant audit export --remote https://abc123.execute-api.eu-west-1.amazonaws.com > audit.jsonl",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := a.remote(cmd)
 			if err != nil {
@@ -133,7 +133,7 @@ string a signed-note verifier needs, for --vkey and for witnesses): of the local
 key, or, with --pub FILE, of an Ed25519 public key (PEM, or the DER that 'aws kms
 get-public-key' returns for the AWS checkpoint key) under --origin.` + exitCodes("printed", ""),
 		Example: "  toolwarrant audit key > log-key.pub.pem\n  toolwarrant audit key --checkpoint\n  toolwarrant audit key --checkpoint --pub checkpoint-key.der --origin toolwarrant.aws/123456789012/eu-west-1/prod",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
@@ -241,7 +241,7 @@ witnesses' cosignatures on the newest checkpoint.
 The log's public key comes from --log-pub (PEM, or DER as 'aws kms get-public-key' returns
 it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
 		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
@@ -379,7 +379,7 @@ func (a *app) auditStatementCmd() *cobra.Command {
 SSH signature and the trust list of that point as an allowed_signers file into DIR, and print
 the ssh-keygen command that verifies them without toolwarrant.` + exitCodes("written", ""),
 		Example: "  toolwarrant audit statement 12 --out /tmp/approval-12",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || seq < 1 || out == "" {

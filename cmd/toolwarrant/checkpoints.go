@@ -92,7 +92,7 @@ DIR/<size>.cosig. A witness that refuses (the checkpoint is not consistent with 
 cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 			exitCodes("the checkpoint was written (and every witness cosigned it)", "the log did not verify, so nothing was written; or a witness refused the checkpoint"),
 		Example: "  toolwarrant audit checkpoint --dir /mnt/worm/toolwarrant-checkpoints\n  toolwarrant audit checkpoint --dir cps --origin example.com/toolwarrant --witness https://witness.example/",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return cli.Usage(cmd, "--dir is required")

@@ -32,7 +32,7 @@ itself drops anything else, even if the processor were misconfigured). A server 
 approved tool gets a rule that allows nothing. The output is deterministic; re-run emit
 after every approval, rejection or rollback and reload the gateway.` + exitCodes("written", ""),
 		Example: "  toolwarrant emit --out gateway.yaml\n  toolwarrant emit --processor 127.0.0.1:9001 --port 3000 --timeout 2s --server weather",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			st, err := a.openStore(ctx, cmd, store)

@@ -168,7 +168,7 @@ container health checks, where distroless images have no shell).` +
 		Example: "  toolwarrant serve --server weather --listen 127.0.0.1:9001\n" +
 			"  toolwarrant serve --server weather --server github --refresh 2s --staleness 20s --metrics 127.0.0.1:9464\n" +
 			"  toolwarrant serve --probe --listen 127.0.0.1:9001",
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if probe {

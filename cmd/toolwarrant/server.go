@@ -21,7 +21,7 @@ func (a *app) serverCmd() *cobra.Command {
 		Short:   "Add and list the upstream MCP servers in the catalog",
 		Long:    "Add and list the upstream MCP servers in the catalog." + exitCodes("success", ""),
 		Example: "  toolwarrant server add weather https://weather.example.com/mcp\n  toolwarrant server list",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.serverAddCmd(), a.serverListCmd())
@@ -48,7 +48,7 @@ the value never enters the catalog.
 Adding a server that is already there with the same settings changes nothing.` + exitCodes("the server was added (or was already there, unchanged)", ""),
 		Example: `  toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
   toolwarrant server add local http://127.0.0.1:3001/mcp --allow-private`,
-		Args: cobra.ExactArgs(2),
+		Args: cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, rawURL := args[0], args[1]
 			if err := warrant.ValidateServerName(name); err != nil {
@@ -128,7 +128,7 @@ func (a *app) serverListCmd() *cobra.Command {
 		Short:   "List the servers in the catalog, sorted by name",
 		Long:    "List the servers in the catalog, sorted by name, with their headers (names only)." + exitCodes("success", ""),
 		Example: "  toolwarrant server list\n  toolwarrant server list --json",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, _, _, err := a.open(cmd.Context(), cmd, true)
 			if err != nil {

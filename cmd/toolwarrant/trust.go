@@ -117,7 +117,7 @@ func (a *app) trustCmd() *cobra.Command {
 records in the audit chain: 'trust init' records the first list and prints the trust
 root; 'trust add' and 'trust remove' need a signature by a key already on the list.` + exitCodes("success", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com\n  toolwarrant trust list",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.trustInitCmd(), a.trustChangeCmd("add"), a.trustChangeCmd("remove"), a.trustListCmd())
@@ -136,7 +136,7 @@ re-signed by someone holding the database and the log key.
 
 NAME defaults to the public key's comment.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
@@ -190,7 +190,7 @@ func (a *app) trustChangeCmd(action string) *cobra.Command {
 		Long: short + `. The signed statement names the key, the change and the audit head you read;
 if the log moves on before it is recorded, the change is refused: run it again.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust " + action + " --ssh-key bob.pub --principal bob@example.com --sign-key ~/.ssh/id_ed25519",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
@@ -278,7 +278,7 @@ func (a *app) trustListCmd() *cobra.Command {
 		Short:   "Show the trust list, its trust root, or write it as an allowed_signers file",
 		Long:    "Show the trust list as the audit chain records it now." + exitCodes("shown", ""),
 		Example: "  toolwarrant trust list\n  toolwarrant trust list --allowed-signers allowed_signers",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, _, _, err := a.open(cmd.Context(), cmd, true)
 			if err != nil {

@@ -45,7 +45,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 			"\n\nExit codes:\n  0  no mismatch (or mismatches without --strict)\n  1  --strict and at least one mismatch\n  2  could not run: usage error, unreadable catalog or configuration, gateway unreachable",
 		Example: "  toolwarrant verify-gateway --url http://127.0.0.1:3000/weather/mcp --config gateway.yaml --strict\n" +
 			"  toolwarrant verify-gateway --url http://127.0.0.1:3000/weather/mcp --server weather --json",
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if gwURL == "" {
