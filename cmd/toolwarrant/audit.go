@@ -161,10 +161,15 @@ get-public-key' returns for the AWS checkpoint key) under --origin.` + exitCodes
 }
 
 // parseHead reads SEQ:HASH.
+// isHash reports whether s is 64 hex digits, an entry hash as commands print it.
+func isHash(s string) bool {
+	return len(s) == 64 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
+}
+
 func parseHead(s string) (*warrant.AuditHead, error) {
 	seq, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
 	n, err := strconv.ParseInt(seq, 10, 64)
-	if !ok || err != nil || n < 1 || len(hash) != 64 {
+	if !ok || err != nil || n < 1 || !isHash(hash) {
 		return nil, fmt.Errorf("--head %q must be SEQ:HASH, such as 42:3f2a… (64 hex digits), as printed by a command that wrote to the log", s)
 	}
 	return &warrant.AuditHead{Seq: n, Hash: strings.ToLower(hash)}, nil
@@ -249,6 +254,10 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 			}
 			var st trust.State
 			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot)), Check: st.Step}
+			if opts.TrustRoot != "" && !isHash(opts.TrustRoot) {
+				// A typo is not evidence of a rewritten history.
+				return cli.Usage(cmd, "--trust-root %q is not a trust root: give the 64 hex digits 'toolwarrant trust init' printed (or 'toolwarrant trust list' shows)", trustRoot)
+			}
 			if crawlRole != "" {
 				opts.Check = iamattest.Checker(st.Step, crawlRole)
 			}

@@ -32,7 +32,7 @@ type deps struct {
 	identity func() string
 	// crawl is the crawler configuration before the command's own settings; tests inject a
 	// resolver and dialer here.
-	crawl   crawler.Config
+	crawl crawler.Config
 	// version and commit identify the build (internal/version).
 	version, commit string
 }

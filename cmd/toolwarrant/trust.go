@@ -79,7 +79,7 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 			}
 			k, _, err := sshsig.ParseAuthorizedKey(string(b))
 			if err != nil {
-				return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", f.pub, err))
+				return nil, cli.Usage(cmd, "--ssh-key %s: %v", f.pub, pubKeyHint(f.pub, err))
 			}
 			pub = &k
 		}
@@ -90,6 +90,15 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 		return s, nil
 	}
 	return nil, cli.Usage(cmd, "say whose signature this is: --sign-key FILE or --agent")
+}
+
+// pubKeyHint says what to do about a file that is not a public key line: a private key is
+// named as such, with the public key that belongs there (never its content).
+func pubKeyHint(path string, err error) error {
+	if errors.Is(err, sshsig.ErrPrivateKey) {
+		return fmt.Errorf("%w: pass its public key, %s.pub (ssh-keygen -y -f %s prints it)", err, path, path)
+	}
+	return err
 }
 
 // readPub reads the public key --ssh-key names (required): its authorized_keys line and
@@ -104,7 +113,7 @@ func readPub(cmd *cobra.Command, path string) (string, string, error) {
 	}
 	k, comment, err := sshsig.ParseAuthorizedKey(string(b))
 	if err != nil {
-		return "", "", cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", path, err))
+		return "", "", cli.Usage(cmd, "--ssh-key %s: %v", path, pubKeyHint(path, err))
 	}
 	return k.AuthorizedKey(), comment, nil
 }
