@@ -36,7 +36,7 @@ For a version 1 lockfile it shows, per server, the tools added, removed and chan
 which of name, description and inputSchema changed, as version 1 always has.
 
 Invisible characters are written as escapes (\u200b, <U+E0041>) so that they cannot hide.
---json prints one JSON document instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
+--json prints one JSON document instead (fields documented in docs/agentgate.md).` + exitCodes("no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
 		Example: `  agentgate diff
   agentgate diff --server filesystem --json`,
 		Args: cli.NoArgs,
@@ -67,7 +67,7 @@ passes. A version 1 lockfile fails on every change.
 --sarif FILE also writes the changes as SARIF 2.1.0 for GitHub code scanning (one result
 per graded change, on the lockfile line of the item). Under GitHub Actions
 (GITHUB_ACTIONS=true) each change is also printed as an annotation on that line: ::error at
-or above --fail-on, ::warning below it.` + fmt.Sprintf(exitCodesHelp, "no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
+or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
 		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
   agentgate ci --fail-on warning --sarif agentgate.sarif
   # as a GitHub Actions step (action.yml in this repository):

@@ -41,7 +41,8 @@ every server as the profiles it was locked as.
 
 Nothing is written unless every listing succeeded. If the surface is unchanged the files are
 left as they are. --server NAME refreshes one server and keeps the others as locked (a NAME
-no longer in the config is dropped from the lockfile).` + fmt.Sprintf(exitCodesHelp, "the lockfile was written or is already up to date", "(not used)"),
+no longer in the config is dropped from the lockfile).` + cli.ExitCodes("the lockfile was written or is already up to date", "",
+			"could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time, a config with no server"),
 		Example: `  agentgate lock
   agentgate lock --profile generic,vscode
   agentgate lock --capabilities '{"roots":{},"sampling":{}}' --profile-name my-agent

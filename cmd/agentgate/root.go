@@ -17,12 +17,11 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
 
-const exitCodesHelp = `
-Exit codes:
-  0  %s
-  1  %s
-  2  could not run: usage error, unreadable or invalid config or lockfile,
-     a server that cannot be started, reached or listed in time`
+// exitCodes is the "Exit codes" section of a command's help (cli.ExitCodes); found ""
+// leaves out 1.
+func exitCodes(ok, found string) string {
+	return cli.ExitCodes(ok, found, "could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time")
+}
 
 // opts are the settings shared by every command, resolved once: flag > environment > default.
 type opts struct {
