@@ -17,11 +17,6 @@ import (
 
 func main() { cli.Main(func(env cli.Env) *cobra.Command { return newRoot(env, defaultDeps()) }) }
 
-// run executes the agentgate command line and returns the exit code.
-func run(ctx context.Context, args []string, env cli.Env) int {
-	return cli.Run(ctx, newRoot(env, defaultDeps()), args, env)
-}
-
 // deps are the parts of the outside world the commands use, replaceable in tests.
 type deps struct {
 	now     func() time.Time

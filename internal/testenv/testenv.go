@@ -78,10 +78,7 @@ func Event(t testing.TB, name string) []byte {
 func BuildCommands(t testing.TB, version, commit string) string {
 	t.Helper()
 	dir := t.TempDir()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	gobin := LookPath(t, "go")
 	const pkg = "github.com/agentgate-dev/agentgate/internal/version"
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", dir+string(filepath.Separator),
 		"-ldflags", "-X "+pkg+".Version="+version+" -X "+pkg+".Commit="+commit, "./cmd/...")
