@@ -159,3 +159,20 @@ func TestREADMEExamplesRun(t *testing.T) {
 		t.Logf("README.md:%d: ok\n%s", b.line, strings.TrimSpace(out.String()))
 	}
 }
+
+// TestMakeRunNamesTheOtherParts: `make run` serves lockerd only, so before it starts it says
+// how to start the other two parts (issue 20: a newcomer got no pointer to them).
+func TestMakeRunNamesTheOtherParts(t *testing.T) {
+	make := testenv.LookPath(t, "make")
+	cmd := exec.Command(make, "-n", "run")
+	cmd.Dir = testenv.RepoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"./bin/agentgate lock", "./bin/toolwarrant init", "bin/lockerd"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("make run does not mention %s:\n%s", want, out)
+		}
+	}
+}
