@@ -17,6 +17,9 @@ build:
 
 ## run: lockerd on the embedded SQLite store at ./locker.db, on 127.0.0.1:8000
 run: build
+	@echo "make run serves Padlock (lockerd). The other two parts run on demand, in another terminal:"
+	@echo "  ./bin/agentgate lock      pin your MCP servers' tools in agentgate.lock  (README: Pin your MCP tools)"
+	@echo "  ./bin/toolwarrant init    approve the exact tool definitions agents see  (README: toolwarrant)"
 	LOCKER_DB_PATH=$${LOCKER_DB_PATH:-locker.db} $(BIN)/lockerd
 
 ## test-deps: the pinned npm MCP servers and tools the integration tests use (test/package-lock.json)
@@ -25,10 +28,21 @@ test/node_modules/.package-lock.json: test/package.json test/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix test --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: tests that need npm packages will skip"; fi
 
-## test: vet and every test (integration tests start what they need; see README)
+## test: vet and every test (integration tests start what they need; see README), through
+## gotestsum (pinned by the tool line in go.mod): one line per package, then every skipped
+## test by name with its reason, every failure, and the totals. Without gotestsum (offline,
+## say) it falls back to go test; either way a failure fails make test.
+GOTESTSUM_FLAGS ?= --format pkgname --format-hide-empty-pkg
+TEST_FLAGS ?= -count=1 -timeout 20m
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	@if $(GO) tool gotestsum --version >/dev/null 2>&1; then \
+	  echo "$(GO) tool gotestsum $(GOTESTSUM_FLAGS) -- $(TEST_FLAGS) ./..."; \
+	  $(GO) tool gotestsum $(GOTESTSUM_FLAGS) -- $(TEST_FLAGS) ./...; \
+	else \
+	  echo "gotestsum is not available (go tool gotestsum failed): running go test, which lists skips only with -v"; \
+	  $(GO) test $(TEST_FLAGS) ./...; \
+	fi
 
 ## lint: golangci-lint (install: go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)
 lint:

@@ -36,10 +36,10 @@ For a version 1 lockfile it shows, per server, the tools added, removed and chan
 which of name, description and inputSchema changed, as version 1 always has.
 
 Invisible characters are written as escapes (\u200b, <U+E0041>) so that they cannot hide.
---json prints one JSON document instead (fields documented in docs/agentgate.md).` + fmt.Sprintf(exitCodesHelp, "no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
+--json prints one JSON document instead (fields documented in docs/agentgate.md).` + exitCodes("no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
 		Example: `  agentgate diff
   agentgate diff --server filesystem --json`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.compare(cmd, server, asJSON, false, "", "")
 		},
@@ -67,13 +67,13 @@ passes. A version 1 lockfile fails on every change.
 --sarif FILE also writes the changes as SARIF 2.1.0 for GitHub code scanning (one result
 per graded change, on the lockfile line of the item). Under GitHub Actions
 (GITHUB_ACTIONS=true) each change is also printed as an annotation on that line: ::error at
-or above --fail-on, ::warning below it.` + fmt.Sprintf(exitCodesHelp, "no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
+or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
 		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
   agentgate ci --fail-on warning --sarif agentgate.sarif
   # as a GitHub Actions step (action.yml in this repository):
   #   - uses: agentgate-dev/agentgate@main
   #     with: {fail-on: warning}`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := failOn
 			if !cmd.Flags().Changed("fail-on") {
@@ -227,7 +227,7 @@ func driftLines(rep *lockfile.Report, lockName, configName string) []driftLine {
 	for _, s := range rep.Servers {
 		switch s.Change {
 		case lockfile.Added:
-			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: not in %s (%d tools); lock it", s.Server, lockName, len(s.Tools))})
+			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: not in %s (%s); lock it", s.Server, lockName, cli.Count(len(s.Tools), "tool", ""))})
 			continue
 		case lockfile.Removed:
 			out = append(out, driftLine{s.Server, "", fmt.Sprintf("server %q: locked but no longer in %s", s.Server, configName)})

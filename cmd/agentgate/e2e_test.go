@@ -125,7 +125,7 @@ func TestRugPullStdio(t *testing.T) {
 	}}`, jsonStr(bin), jsonStr(state), jsonStr(bin)))
 	d := testDeps(dir)
 
-	if r := runCLI(t, d, nil, "lock", "--lockfile-version", "1"); r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 10 tools\n" {
+	if r := runCLI(t, d, nil, "lock", "--lockfile-version", "1"); r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 10 tools\nwrote agentgate.snapshot.json: the text of what was locked, so diffs show the old words; commit it with agentgate.lock\n" {
 		t.Fatalf("lock = %+v", r)
 	}
 	// The fixture has now been listed once; from here on it serves the reworded description.

@@ -41,13 +41,14 @@ every server as the profiles it was locked as.
 
 Nothing is written unless every listing succeeded. If the surface is unchanged the files are
 left as they are. --server NAME refreshes one server and keeps the others as locked (a NAME
-no longer in the config is dropped from the lockfile).` + fmt.Sprintf(exitCodesHelp, "the lockfile was written or is already up to date", "(not used)"),
+no longer in the config is dropped from the lockfile).` + cli.ExitCodes("the lockfile was written or is already up to date", "",
+			"could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time, a config with no server"),
 		Example: `  agentgate lock
   agentgate lock --profile generic,vscode
   agentgate lock --capabilities '{"roots":{},"sampling":{}}' --profile-name my-agent
   agentgate lock --lockfile-version 2            # upgrade a version 1 lockfile
   agentgate lock --config .vscode/mcp.json --server github`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.lockRun(cmd, version, server, noSnapshot, pf); err != nil {
 				return err
@@ -113,6 +114,9 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 	if err != nil {
 		return err
 	}
+	if err := a.requireServers(o, cfg); err != nil {
+		return err
+	}
 	var old *lockfile.LockfileV2
 	switch existing {
 	case lockfile.Version2:
@@ -132,6 +136,9 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool) error {
 	cfg, err := a.loadConfig(o)
 	if err != nil {
+		return err
+	}
+	if err := a.requireServers(o, cfg); err != nil {
 		return err
 	}
 	old, missing, err := a.readLockfile(o)
@@ -221,12 +228,24 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		if err != nil {
 			return cli.Exit(cli.ExitUsage, err)
 		}
-		if prev, _ := os.ReadFile(o.snapshot); !bytes.Equal(prev, sdata) {
-			if err := writeFileAtomic(o.snapshot, sdata); err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.snapshot), unwrapPath(err)))
-			}
-		}
+		return a.writeSnapshot(o, sdata)
 	}
+	return nil
+}
+
+// writeSnapshot writes the snapshot when it changed, and says so: it is the second file
+// lock writes, to commit with the lockfile.
+func (a *app) writeSnapshot(o opts, data []byte) error {
+	a.lockOut.Snapshot = a.rel(o.snapshot)
+	if prev, _ := os.ReadFile(o.snapshot); bytes.Equal(prev, data) {
+		a.say("%s is up to date\n", a.rel(o.snapshot))
+		return nil
+	}
+	if err := writeFileAtomic(o.snapshot, data); err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.snapshot), unwrapPath(err)))
+	}
+	a.lockOut.SnapshotWritten = true
+	a.say("wrote %s: the text of what was locked, so diffs show the old words; commit it with %s\n", a.rel(o.snapshot), a.rel(o.lockfile))
 	return nil
 }
 

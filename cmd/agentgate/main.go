@@ -21,6 +21,7 @@ func main() { cli.Main(func(env cli.Env) *cobra.Command { return newRoot(env, de
 type deps struct {
 	now     func() time.Time
 	version string
+	commit  string
 	getwd   func() (string, error)
 	list    func(context.Context, mcpclient.Server, mcpclient.Options) (*mcpclient.Listing, error)
 	// environ is the base environment of stdio servers; nil means the process environment.
@@ -31,6 +32,7 @@ func defaultDeps() deps {
 	return deps{
 		now:     time.Now,
 		version: version.Version,
+		commit:  version.Commit,
 		getwd:   os.Getwd,
 		list:    mcpclient.ListTools,
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestCommandsWithFakeServers(t *testing.T) {
 	// Version 1 as its spec says: a new lockfile is version 2 unless asked for version 1, and
 	// an existing version 1 lockfile stays version 1.
 	r := runCLI(t, d, nil, "lock", "--lockfile-version", "1")
-	if r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 3 tools\n" || r.stderr != "" {
+	if r.code != 0 || r.stdout != "wrote agentgate.lock: 2 servers, 3 tools\nwrote agentgate.snapshot.json: the text of what was locked, so diffs show the old words; commit it with agentgate.lock\n" || r.stderr != "" {
 		t.Fatalf("lock = %+v", r)
 	}
 	first := readFile(t, lockPath)
@@ -217,6 +218,8 @@ func TestUsageErrors(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "v3.lock"), `{"lockfileVersion": 3, "servers": {}}`)
 	writeFile(t, filepath.Join(dir, "bad.json"), `{"mcpServers":{"a":{"command":"a","url":"https://x.test"}}}`)
 	writeFile(t, filepath.Join(dir, "input.json"), `{"servers":{"gh":{"url":"https://x.test","headers":{"Authorization":"${input:token}"}}}}`)
+	writeFile(t, filepath.Join(dir, "none.json"), `{"mcpServers":{}}`)
+	writeFile(t, filepath.Join(dir, "off.json"), `{"servers":{"a":{"command":"a","disabled":true}}}`)
 	tests := []struct {
 		args   []string
 		env    map[string]string
@@ -229,7 +232,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lock", "--config", "input.json"}, nil, "agentgate: invalid MCP client configuration: input.json: server \"gh\": headers.Authorization: ${input:token} is a VS Code prompt that cannot be answered here; set AGENTGATE_INPUT_TOKEN to its value\n"},
 		{[]string{"lock"}, map[string]string{"AGENTGATE_CONFIG": "ok.json", "AGENTGATE_TIMEOUT": "soon"}, "agentgate: AGENTGATE_TIMEOUT=\"soon\" is not a duration such as 30s (see 'agentgate lock --help')\n"},
 		{[]string{"lock", "--bogus"}, nil, "agentgate: unknown flag: --bogus (see 'agentgate lock --help')\n"},
-		{[]string{"lock", "extra"}, nil, "agentgate: unknown command \"extra\" for \"agentgate lock\" (see 'agentgate --help')\n"},
+		{[]string{"lock", "extra"}, nil, "agentgate: agentgate lock takes no arguments; got \"extra\" (see 'agentgate lock --help')\n"},
+		{[]string{"bogus"}, nil, "agentgate: unknown command \"bogus\" for \"agentgate\" (see 'agentgate --help')\n"},
+		// Nothing to lock is refused (a lockfile of nothing would let ci pass anything), with
+		// where agentgate looked.
+		{[]string{"lock", "--config", "none.json"}, nil, "agentgate: nothing to lock: none.json lists no MCP server; add one under \"mcpServers\", or pass --config PATH\n"},
+		{[]string{"lock", "--config", "off.json", "--lockfile-version", "1"}, nil, "agentgate: warning: off.json: server \"a\" is disabled; not listed\nagentgate: nothing to lock: off.json lists no enabled MCP server (disabled: a); add one under \"servers\", or pass --config PATH\n"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -242,6 +250,16 @@ func TestUsageErrors(t *testing.T) {
 	// With the prompt answered from the environment, the same config works.
 	if r := runCLI(t, d, map[string]string{"AGENTGATE_INPUT_TOKEN": "x"}, "lock", "--config", "input.json", "--lockfile", "in.lock"); r.code != 0 {
 		t.Errorf("lock with AGENTGATE_INPUT_TOKEN = %+v", r)
+	}
+	// A configuration found in the working directory is named with where it was found.
+	sub := filepath.Join(dir, "sub")
+	writeFile(t, filepath.Join(sub, ".mcp.json"), `{"mcpServers":{}}`)
+	want := "agentgate: nothing to lock: .mcp.json (the first of .mcp.json, mcp.json, .vscode/mcp.json, .cursor/mcp.json in " + sub + ") lists no MCP server; add one under \"mcpServers\", or pass --config PATH\n"
+	if r := runCLI(t, testDeps(sub), nil, "lock"); r.code != 2 || r.stderr != want || r.stdout != "" {
+		t.Errorf("lock of an empty config: %+v\nwant stderr %q", r, want)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "agentgate.lock")); err == nil {
+		t.Error("lock of an empty config wrote a lockfile")
 	}
 }
 
@@ -261,8 +279,26 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s --help does not document exit codes", cmd)
 		}
 	}
-	if r := runCLI(t, d, nil, "version"); r.code != 0 || r.stdout != "agentgate 0.0.0-test (lockfileVersion 2; reads versions 1 and 2)\n" {
-		t.Errorf("version = %+v", r)
+	// version and --version print the same line; version --json the same facts, numbers
+	// as numbers: the lockfile version written (2) and those read (1 and 2).
+	d.commit = "0123abc"
+	line := "agentgate 0.0.0-test (0123abc); writes lockfileVersion 2, reads 1 and 2\n"
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if r := runCLI(t, d, nil, args...); r.code != 0 || r.stdout != line {
+			t.Errorf("%v = %+v, want %q", args, r, line)
+		}
+	}
+	r := runCLI(t, d, nil, "version", "--json")
+	var v struct {
+		Name, Version, Commit string
+		LockfileVersion       json.RawMessage `json:"lockfileVersion"`
+		LockfileVersions      []int           `json:"lockfileVersions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil {
+		t.Fatalf("version --json = %+v (%v)", r, err)
+	}
+	if v.Name != "agentgate" || v.Version != "0.0.0-test" || v.Commit != "0123abc" || string(v.LockfileVersion) != "2" || !slices.Equal(v.LockfileVersions, []int{1, 2}) {
+		t.Errorf("version --json = %s", r.stdout)
 	}
 }
 

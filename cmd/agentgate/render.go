@@ -14,6 +14,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/textguard"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
+	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 )
 
@@ -53,7 +54,7 @@ func (r renderer) report(rep *lockfile.Report, live *lockfile.Lockfile) {
 		}
 		switch s.Change {
 		case lockfile.Added:
-			fmt.Fprintf(r.w, "%s: not in %s (%d tools); run 'agentgate lock' to pin it\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), r.lockName, len(s.Tools))
+			fmt.Fprintf(r.w, "%s: not in %s (%s); run 'agentgate lock' to pin it\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), r.lockName, cli.Count(len(s.Tools), "tool", ""))
 		case lockfile.Removed:
 			fmt.Fprintf(r.w, "%s: locked, but no longer in %s; run 'agentgate lock' to drop it\n", r.paint(ansiBold, fmt.Sprintf("server %q", s.Server)), r.configName)
 		default:

@@ -17,19 +17,21 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
 
-const exitCodesHelp = `
-Exit codes:
-  0  %s
-  1  %s
-  2  could not run: usage error, unreadable or invalid config or lockfile,
-     a server that cannot be started, reached or listed in time`
+// exitCodes is the "Exit codes" section of a command's help (cli.ExitCodes); found ""
+// leaves out 1.
+func exitCodes(ok, found string) string {
+	return cli.ExitCodes(ok, found, "could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time")
+}
 
 // opts are the settings shared by every command, resolved once: flag > environment > default.
 type opts struct {
-	config   string
-	lockfile string
-	snapshot string
-	timeout  time.Duration
+	config string
+	// configFound is true when config was found in the working directory rather than
+	// named by --config or AGENTGATE_CONFIG.
+	configFound bool
+	lockfile    string
+	snapshot    string
+	timeout     time.Duration
 }
 
 type app struct {
@@ -62,17 +64,15 @@ formats are understood).`,
 		Example: `  agentgate lock                 # list every configured server and write agentgate.lock
   agentgate ci                   # in CI: exit 1 if any tool drifted
   agentgate diff                 # show what changed, word by word`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flagConfig, "config", "", "MCP client config `PATH` (env AGENTGATE_CONFIG; default: first of "+strings.Join(mcpclient.DefaultConfigNames, ", ")+")")
 	pf.StringVar(&a.flagLockfile, "lockfile", "", "lockfile `PATH` (env AGENTGATE_LOCKFILE; default ./agentgate.lock)")
 	pf.StringVar(&a.flagSnapshot, "snapshot", "", "snapshot `PATH`, the lockfile's plaintext companion used for word diffs (env AGENTGATE_SNAPSHOT; default: agentgate.snapshot.json beside the lockfile)")
 	pf.DurationVar(&a.flagTimeout, "timeout", 0, "per-server `DURATION` to start, handshake and list every page (env AGENTGATE_TIMEOUT; default 30s)")
 
-	root.AddCommand(a.lockCmd(), a.diffCmd(), a.ciCmd(), a.versionCmd())
+	root.AddCommand(a.lockCmd(), a.diffCmd(), a.ciCmd())
+	cli.Setup(root, env, versionInfo(d))
 	return root
 }
 
@@ -129,7 +129,7 @@ func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
 		if err != nil {
 			return o, cli.Exit(cli.ExitUsage, err)
 		}
-		o.config = p
+		o.config, o.configFound = p, true
 	}
 	return o, nil
 }
@@ -173,6 +173,23 @@ func (a *app) loadConfig(o opts) (*mcpclient.Config, error) {
 		a.warnf("%s: server %q is disabled; not listed", a.rel(o.config), name)
 	}
 	return cfg, nil
+}
+
+// requireServers refuses a configuration with no enabled server: a lockfile of nothing
+// would pin nothing, and 'ci' would then pass whatever the servers become.
+func (a *app) requireServers(o opts, cfg *mcpclient.Config) error {
+	if len(cfg.Servers) > 0 {
+		return nil
+	}
+	where := a.rel(o.config)
+	if o.configFound {
+		where += fmt.Sprintf(" (the first of %s in %s)", strings.Join(mcpclient.DefaultConfigNames, ", "), filepath.Dir(o.config))
+	}
+	what := "no MCP server"
+	if len(cfg.Skipped) > 0 {
+		what = fmt.Sprintf("no enabled MCP server (disabled: %s)", strings.Join(cfg.Skipped, ", "))
+	}
+	return cli.Exit(cli.ExitUsage, fmt.Errorf("nothing to lock: %s lists %s; add one under %q, or pass --config PATH", where, what, string(cfg.Format)))
 }
 
 // readLockfile reads and parses the lockfile; missing reports whether it does not exist.
@@ -394,21 +411,26 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-func (a *app) versionCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print the agentgate version",
-		Example: "  agentgate version",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]any{"version": a.deps.version, "lockfileVersion": fmt.Sprint(lockfile.Version2), "lockfileVersions": lockfile.Versions})
-			}
-			fmt.Fprintf(a.env.Stdout, "agentgate %s (lockfileVersion %d; reads versions 1 and 2)\n", a.deps.version, lockfile.Version2)
-			return nil
-		},
+// versionInfo is what --version and `version [--json]` print: agentgate writes lockfile
+// version 2 (a new lockfile; an existing one keeps its version) and reads versions 1 and 2.
+func versionInfo(d deps) cli.VersionInfo {
+	return cli.VersionInfo{Name: "agentgate", Version: d.version, Commit: d.commit,
+		Extra: map[string]any{"lockfileVersion": lockfile.Version2, "lockfileVersions": lockfile.Versions},
+		Note:  fmt.Sprintf("writes lockfileVersion %d, reads %s", lockfile.Version2, joinInts(lockfile.Versions))}
+}
+
+// joinInts is "1 and 2", "1, 2 and 3".
+func joinInts(ns []int) string {
+	s := ""
+	for i, n := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += fmt.Sprint(n)
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"version\": ..., \"lockfileVersion\": ..., \"lockfileVersions\": [...]}")
-	return cmd
+	return s
 }

@@ -19,9 +19,13 @@ import (
 
 // lockResult is lock --json: what was written.
 type lockResult struct {
-	Lockfile          string `json:"lockfile"`
-	LockfileVersion   int    `json:"lockfileVersion"`
-	Written           bool   `json:"written"`
+	Lockfile        string `json:"lockfile"`
+	LockfileVersion int    `json:"lockfileVersion"`
+	Written         bool   `json:"written"`
+	// Snapshot is the snapshot file ("" with --no-snapshot); SnapshotWritten whether it
+	// changed.
+	Snapshot          string `json:"snapshot,omitempty"`
+	SnapshotWritten   bool   `json:"snapshotWritten"`
 	Upgraded          bool   `json:"upgraded,omitempty"`
 	Dropped           string `json:"dropped,omitempty"`
 	Servers           int    `json:"servers"`
@@ -304,11 +308,7 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		if err != nil {
 			return cli.Exit(cli.ExitUsage, err)
 		}
-		if prev, _ := os.ReadFile(o.snapshot); !bytes.Equal(prev, sdata) {
-			if err := writeFileAtomic(o.snapshot, sdata); err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.snapshot), unwrapPath(err)))
-			}
-		}
+		return a.writeSnapshot(o, sdata)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func TestV2LockDiffCI(t *testing.T) {
 	d.list = fakeListV2(map[string]*fakeSurface{"weather": w})
 
 	r := runCLI(t, d, nil, "lock", "--profile", "generic,vscode")
-	if r.code != 0 || r.stdout != "wrote agentgate.lock (lockfileVersion 2): 1 server, 2 profiles: 5 tools, 2 prompts, 2 resources, 0 resource templates\n" {
+	if r.code != 0 || r.stdout != "wrote agentgate.lock (lockfileVersion 2): 1 server, 2 profiles: 5 tools, 2 prompts, 2 resources, 0 resource templates\nwrote agentgate.snapshot.json: the text of what was locked, so diffs show the old words; commit it with agentgate.lock\n" {
 		t.Fatalf("lock = %+v", r)
 	}
 	lf, warns, err := lockfile.ParseV2([]byte(readFile(t, filepath.Join(dir, "agentgate.lock"))))
@@ -93,6 +93,8 @@ func TestV2LockDiffCI(t *testing.T) {
   "lockfile": "agentgate.lock",
   "lockfileVersion": 2,
   "written": false,
+  "snapshot": "agentgate.snapshot.json",
+  "snapshotWritten": false,
   "servers": 1,
   "profiles": 2,
   "tools": 5,

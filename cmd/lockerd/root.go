@@ -38,7 +38,7 @@ Configuration comes from flags, then environment variables, then defaults:
   --host  LOCKER_HOST                (127.0.0.1)
   --port  LOCKER_PORT                (8000)
           LOCKER_MODE                open (default; aliases local, dev) or txid (alias x402)
-          PAYMENT_WALLET_ADDRESS     txid: the wallet a create must pay (unset: every create 500)
+          PAYMENT_WALLET_ADDRESS     txid: the wallet a create must pay (required in txid mode)
           BASE_RPC_URL               txid: Base JSON-RPC endpoint (https://mainnet.base.org)
           REQUIRED_USDC_UNITS        txid: price per pad in USDC units, 6 decimals (2000)
           USDC_CONTRACT              txid: token contract (Base native USDC)
@@ -48,12 +48,12 @@ Configuration comes from flags, then environment variables, then defaults:
           LOCKER_LOG_LEVEL           debug, info, warn, error (info)
 
 Logs go to stderr (JSON unless stderr is a terminal) and never contain write keys or
-tickets. SIGTERM or Ctrl-C finishes in-flight requests, then exits.
-
-Exit codes: 0 clean shutdown, 1 refused configuration, 2 could not start (usage, store).`,
+tickets. SIGTERM or Ctrl-C finishes in-flight requests, then exits.` +
+			cli.ExitCodes("clean shutdown (SIGTERM or Ctrl-C)", "refused configuration, every problem named (the Padlock wire contract's code: docs/cli.md)",
+				"could not start: usage error, the store cannot be opened, the address is in use"),
 		Example: `  lockerd --db /var/lib/padlock/locker.db
   curl -s http://127.0.0.1:8000/v1/pads/demo-pad-v1/blocks`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			getenv := func(k string) string {
 				switch {
@@ -67,6 +67,11 @@ Exit codes: 0 clean shutdown, 1 refused configuration, 2 could not start (usage,
 				return env.Getenv(k)
 			}
 			cfg, err := config.LoadLocker(getenv)
+			if err == nil && cfg.Mode == config.ModeTxid && cfg.WalletAddress == "" {
+				// The handler would answer every create 500 "payment configuration error"
+				// (the wire contract's answer); a daemon refuses to start that way instead.
+				err = errors.New("LOCKER_MODE=txid needs PAYMENT_WALLET_ADDRESS, the 0x address every create must pay: set it, or use LOCKER_MODE=open for free pads")
+			}
 			if err != nil {
 				return cli.Exit(1, fmt.Errorf("refusing to start: %w", err))
 			}
@@ -76,7 +81,8 @@ Exit codes: 0 clean shutdown, 1 refused configuration, 2 could not start (usage,
 	root.Flags().StringVar(&db, "db", "", "SQLite database file (env LOCKER_DB_PATH, default locker.db)")
 	root.Flags().StringVar(&host, "host", "", "bind address (env LOCKER_HOST, default 127.0.0.1)")
 	root.Flags().IntVar(&port, "port", 0, "bind port, 0 picks a free one (env LOCKER_PORT, default 8000)")
-	root.AddCommand(newCheckIntegrity(env), newVersion(env))
+	root.AddCommand(newCheckIntegrity(env))
+	cli.Setup(root, env, cli.VersionInfo{Name: "lockerd", Version: version.Version, Commit: version.Commit})
 	return root
 }
 
@@ -130,18 +136,6 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	return nil
 }
 
-func newVersion(env cli.Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version and the commit this binary was built from",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(env.Stdout, "lockerd %s\n", version.String())
-			return err
-		},
-	}
-}
-
 // integrityReport is check-integrity's --json document (docs/lockerd.md).
 type integrityReport struct {
 	Database    string      `json:"database"`
@@ -171,11 +165,10 @@ contiguous seq, prev linkage from genesis, each curr_hash recomputed from its pa
 stored head and the byte and block counts.
 
 It cannot tell you that acknowledged data was lost: a chain whose tail was discarded looks
-like a shorter consistent chain. Compare against your own acknowledgment records for that.
-
-Exit codes: 0 every pad consistent, 1 problems found, 2 the database could not be read.`,
+like a shorter consistent chain. Compare against your own acknowledgment records for that.` +
+			cli.ExitCodes("every pad consistent", "problems found", "could not run: usage error, the database could not be read"),
 		Example: `  lockerd check-integrity locker.db --json`,
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: args[0], ReadOnly: true})
@@ -222,7 +215,7 @@ Exit codes: 0 every pad consistent, 1 problems found, 2 the database could not b
 						fmt.Fprintf(env.Stdout, "          - %s\n", pr)
 					}
 				}
-				fmt.Fprintf(env.Stdout, "%d pad(s) checked, %d with problems\n", rep.PadsChecked, rep.Problems)
+				fmt.Fprintf(env.Stdout, "%s checked, %d with problems\n", cli.Count(rep.PadsChecked, "pad", ""), rep.Problems)
 			}
 			if !rep.Consistent {
 				return cli.Found()

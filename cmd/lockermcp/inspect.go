@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,14 +18,18 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/lockerclient"
 )
 
-// Exit codes of inspect. They differ from the general convention on purpose (the Padlock
-// seed's inspect_pad.py): 2 means the chain did not verify, so usage errors need their own.
+// Exit codes of inspect, those of the Padlock seed's inspect_pad.py (docs/cli.md): 1 is a
+// daemon error, 2 a chain that did not verify. A usage error exits 2 as in every command
+// (and as inspect_pad.py's argparse does): nothing was verified either way, and stderr
+// (or, for a failed verification, the --json document) says which.
 const (
-	exitVerified     = 0
-	exitDaemonError  = 1
-	exitNotVerified  = 2
-	exitInspectUsage = 64 // EX_USAGE
+	exitVerified    = 0
+	exitDaemonError = 1
+	exitNotVerified = 2
 )
+
+// headRE is what --expected-head must be: the head hash as the writer got it.
+var headRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // defaultURL is the daemon inspect talks to when neither --url nor LOCKER_URL is set.
 const defaultURL = "http://127.0.0.1:8000"
@@ -71,19 +76,15 @@ A ticket may start with '-': --ticket=-abc… and --ticket -abc… both work. Co
 arguments are visible to other local users (ps): prefer --ticket-file FILE (its first
 line; "-" reads standard input), or a short-lived read_once ticket.
 
-Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect does):
-  0   verified (internal_consistency_only or trusted_head_match)
-  1   daemon error: refused (404, 401, 403 …) or unreachable
-  2   verification failed: the pad was not verified, nothing of it should be trusted
-  64  usage error or refused configuration (bad flag, missing PAD_ID, bad --url)`,
+Exit codes (those of the Padlock seed's inspect_pad.py; docs/cli.md):
+  0  verified (internal_consistency_only or trusted_head_match)
+  1  daemon error: refused (404, 401, 403 …) or unreachable
+  2  not verified: the chain failed verification (nothing of the pad should be trusted),
+     or a usage error (bad flag, missing PAD_ID, malformed --expected-head, bad --url);
+     stderr says which, and --json prints a document only for a failed verification`,
 		Example: `  lockermcp inspect demo-pad-v1 --url http://127.0.0.1:8000 \
     --expected-head 5f77fb573937fa35d50e36ad944a8bd500343bf808d2035b7c4c29a3de5b512b`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cli.Exit(exitInspectUsage, fmt.Errorf("inspect takes exactly one PAD_ID, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath()))
-			}
-			return nil
-		},
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			getenv := func(k string) string {
 				switch {
@@ -96,32 +97,34 @@ Exit codes (on purpose unlike the other commands, as the Padlock seed's inspect 
 			}
 			cfg, err := config.LoadLockerMCP(getenv)
 			if err != nil {
-				return cli.Exit(exitInspectUsage, fmt.Errorf("refusing to run: %w", err))
+				return cli.Usage(cmd, "refusing to run: %v", err)
 			}
 			c, err := lockerclient.New(lockerclient.Config{BaseURL: cfg.URL, TicketTransport: cfg.TicketTransport})
 			if err != nil {
-				return cli.Exit(exitInspectUsage, err)
+				return cli.Usage(cmd, "%v", err)
 			}
 			var exp *string
 			if cmd.Flags().Changed("expected-head") {
+				// A typo is a usage error, found before the daemon is asked; the MCP tools
+				// report a malformed head as a failed verification (spec/padlock-wire.md).
+				if !headRE.MatchString(expected) {
+					return cli.Usage(cmd, "--expected-head %q is not a head hash: give the 64 lowercase hex digits the writer handed you (the head_hash of its seal)", expected)
+				}
 				exp = &expected
 			}
 			if cmd.Flags().Changed("ticket-file") {
 				if cmd.Flags().Changed("ticket") {
-					return cli.Exit(exitInspectUsage, fmt.Errorf("give --ticket or --ticket-file, not both (see '%s --help')", cmd.CommandPath()))
+					return cli.Usage(cmd, "give --ticket or --ticket-file, not both")
 				}
 				if ticket, err = readTicketFile(ticketFile, env.Stdin); err != nil {
-					return cli.Exit(exitInspectUsage, err)
+					return cli.Usage(cmd, "%v", err)
 				}
 			}
 			padID := args[0]
 			ch, err := c.Read(cmd.Context(), padID, ticket, lockerclient.ReadOptions{ExpectedHead: exp})
-			return report(env.Stdout, padID, ch, err, asJSON)
+			return report(env.Stdout, padID, ch, err, asJSON, daemonHint{url: cfg.URL, ticket: ticket != ""})
 		},
 	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return cli.Exit(exitInspectUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
-	})
 	f := cmd.Flags()
 	f.StringVar(&ticket, "ticket", "", "read ticket (none needed for demo-pad-v1); visible in ps, see --ticket-file")
 	f.StringVar(&ticketFile, "ticket-file", "", "read the ticket from the first line of `FILE` (- for standard input)")
@@ -160,8 +163,36 @@ func readTicketFile(path string, stdin io.Reader) (string, error) {
 	return line, nil
 }
 
+// daemonHint is what inspect needs to say what to do about a daemon error.
+type daemonHint struct {
+	url    string
+	ticket bool // a ticket was given
+}
+
+// explain says in one line what the daemon error de means for inspect and what to do; the
+// daemon's own detail comes after the status.
+func (h daemonHint) explain(padID string, de *lockerclient.DaemonError) error {
+	what := fmt.Sprintf("%d: %s", de.Status, de.Detail)
+	switch de.Status {
+	case 0:
+		return fmt.Errorf("cannot reach the Padlock daemon at %s (%s): is it running? Start one with 'make run' or 'lockerd', or point --url (or LOCKER_URL) at yours", h.url, strings.TrimPrefix(de.Detail, "contacting "))
+	case 401:
+		if !h.ticket {
+			return fmt.Errorf("pad %s needs a read ticket (daemon %s): pass the one the writer handed you with --ticket-file FILE (or --ticket)", padID, what)
+		}
+		return fmt.Errorf("the daemon refused the read ticket for pad %s (%s): check that it is this pad's ticket", padID, what)
+	case 403:
+		return fmt.Errorf("the daemon refused the read ticket for pad %s (%s): a read_once ticket reads once, and a ticket expires with its pad; ask the writer for a new one", padID, what)
+	case 404:
+		return fmt.Errorf("the daemon at %s has no pad %s (%s): check the pad id and --url", h.url, padID, what)
+	case 410:
+		return fmt.Errorf("pad %s has expired (daemon %s)", padID, what)
+	}
+	return fmt.Errorf("the daemon at %s refused to read pad %s (%s)", h.url, padID, what)
+}
+
 // report prints the outcome and returns the exit code as an error.
-func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON bool) error {
+func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON bool, hint daemonHint) error {
 	rep := inspectReport{PadID: padID}
 	var de *lockerclient.DaemonError
 	var ve *lockerclient.VerificationError
@@ -175,7 +206,7 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 		rep.Error = &inspectError{Kind: "verification_failed", Cause: string(ve.Cause), Detail: ve.Error()}
 		rep.Integrity = &ve.Integrity
 	case err != nil:
-		return cli.Exit(exitDaemonError, err)
+		return cli.Exit(exitDaemonError, fmt.Errorf("reading pad %s from %s: %w", padID, hint.url, err))
 	default:
 		m := ch.Manifest
 		rep.Verified = true
@@ -193,8 +224,11 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 			return cli.Exit(exitDaemonError, jerr)
 		}
 		fmt.Fprintf(w, "%s\n", b)
-		if code == exitVerified {
+		switch code {
+		case exitVerified:
 			return nil
+		case exitDaemonError:
+			return cli.Exit(code, hint.explain(padID, de))
 		}
 		return cli.Exit(code, nil)
 	}
@@ -204,7 +238,7 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 	switch code {
 	case exitDaemonError:
 		tw.Flush()
-		return cli.Exit(code, de)
+		return cli.Exit(code, hint.explain(padID, de))
 	case exitNotVerified:
 		row("chain", "NOT VERIFIED (%s): %s", ve.Cause, ve.Reason)
 		row("verdict", "%s: nothing from this pad should be trusted", ve.Integrity.Verdict)

@@ -56,21 +56,27 @@ func TestInspectExitCodes(t *testing.T) {
 		{name: "ticket and expected head", args: []string{"inspect", p.PadID, "--url=" + url, "--ticket", p.ReadTicket, "--expected-head=" + head}, code: 0,
 			stdout: []string{"blocks         2", "trusted_head_match"}},
 		{name: "flag beats env", env: map[string]string{"LOCKER_URL": "http://127.0.0.1:1"}, args: []string{"inspect", "demo-pad-v1", "--url", url}, code: 0},
-		{name: "unknown pad", args: []string{"inspect", "nope", "--url", url}, code: 1, stderr: "locker daemon error 404: pad not found"},
-		{name: "wrong ticket", args: []string{"inspect", p.PadID, "--url", url, "--ticket", "x"}, code: 1, stderr: "locker daemon error 401: invalid read ticket"},
-		{name: "unreachable", args: []string{"inspect", "demo-pad-v1", "--url", "http://127.0.0.1:1"}, code: 1, stderr: "connection refused"},
+		{name: "unknown pad", args: []string{"inspect", "nope", "--url", url}, code: 1, stderr: "has no pad nope (404: pad not found): check the pad id and --url"},
+		{name: "wrong ticket", args: []string{"inspect", p.PadID, "--url", url, "--ticket", "x"}, code: 1, stderr: "refused the read ticket for pad " + p.PadID + " (401: invalid read ticket)"},
+		{name: "no ticket", args: []string{"inspect", p.PadID, "--url", url}, code: 1, stderr: "needs a read ticket (daemon 401: "},
+		{name: "no ticket json", args: []string{"inspect", p.PadID, "--url", url, "--json"}, code: 1, stdout: []string{`"status": 401`}, stderr: "--ticket-file FILE"},
+		{name: "unreachable", args: []string{"inspect", "demo-pad-v1", "--url", "http://127.0.0.1:1"}, code: 1, stderr: "cannot reach the Padlock daemon at http://127.0.0.1:1 ("},
+		{name: "unreachable hint", args: []string{"inspect", "demo-pad-v1", "--url", "http://127.0.0.1:1"}, code: 1, stderr: "connection refused): is it running?"},
 		{name: "mismatching head", args: []string{"inspect", "demo-pad-v1", "--url", url, "--expected-head", strings.Repeat("a", 64)}, code: 2,
 			stdout: []string{"NOT VERIFIED (expected_head_mismatch)", "verdict  failed"}},
-		{name: "malformed head", args: []string{"inspect", "demo-pad-v1", "--url", url, "--expected-head", "zz"}, code: 2, stdout: []string{"malformed_expected_head"}},
+		// A malformed head is a usage error, refused before the daemon is asked (no report).
+		{name: "malformed head", args: []string{"inspect", "demo-pad-v1", "--url", url, "--expected-head", "xyz"}, code: 2, stdout: []string{""},
+			stderr: `--expected-head "xyz" is not a head hash: give the 64 lowercase hex digits`},
 		{name: "tampered daemon", args: []string{"inspect", p.PadID, "--url", forgedURL, "--ticket", p.ReadTicket}, code: 2, stdout: []string{"NOT VERIFIED (chain_inconsistent)"}},
 		{name: "json", args: []string{"inspect", "demo-pad-v1", "--url", url, "--json"}, code: 0,
 			stdout: []string{`"verified": true`, `"verdict": "internal_consistency_only"`, `"head_hash": "` + locker.DemoHead + `"`}},
 		{name: "json failure", args: []string{"inspect", p.PadID, "--url", forgedURL, "--ticket", p.ReadTicket, "--json"}, code: 2,
 			stdout: []string{`"verified": false`, `"cause": "chain_inconsistent"`, `"verdict": "failed"`}},
-		{name: "no pad", args: []string{"inspect", "--url", url}, code: 64, stderr: "exactly one PAD_ID"},
-		{name: "bad flag", args: []string{"inspect", "x", "--nope"}, code: 64, stderr: "unknown flag: --nope"},
-		{name: "bad url", args: []string{"inspect", "x", "--url", "file:///etc"}, code: 64, stderr: "must be an http:// or https:// URL"},
-		{name: "bad transport", env: map[string]string{"LOCKER_TICKET_TRANSPORT": "cookie"}, args: []string{"inspect", "x"}, code: 64, stderr: "LOCKER_TICKET_TRANSPORT"},
+		// Usage errors exit 2, as in every command (docs/cli.md), and point at inspect's help.
+		{name: "no pad", args: []string{"inspect", "--url", url}, code: 2, stderr: "lockermcp inspect takes 1 argument, PAD_ID; got none (see 'lockermcp inspect --help')"},
+		{name: "bad flag", args: []string{"inspect", "x", "--nope"}, code: 2, stderr: "unknown flag: --nope (see 'lockermcp inspect --help')"},
+		{name: "bad url", args: []string{"inspect", "x", "--url", "file:///etc"}, code: 2, stderr: "must be an http:// or https:// URL"},
+		{name: "bad transport", env: map[string]string{"LOCKER_TICKET_TRANSPORT": "cookie"}, args: []string{"inspect", "x"}, code: 2, stderr: "LOCKER_TICKET_TRANSPORT"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +88,9 @@ func TestInspectExitCodes(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("stdout lacks %q:\n%s", w, out)
 				}
+			}
+			if tc.name == "malformed head" && out != "" {
+				t.Errorf("a malformed --expected-head was reported as a verification: %s", out)
 			}
 			if !strings.Contains(errs, tc.stderr) {
 				t.Errorf("stderr lacks %q: %s", tc.stderr, errs)
@@ -147,8 +156,8 @@ func TestInspectDashTicket(t *testing.T) {
 		{"--ticket-file", file, "--ticket", ticket},
 	} {
 		code, _, errs := run(t, nil, nil, append([]string{"inspect", "demo-pad-v1", "--url", url}, args...)...)
-		if code != 64 || strings.Contains(errs, ticket) {
-			t.Errorf("%v: exit %d, stderr %q; want 64 without the ticket", args, code, errs)
+		if code != 2 || strings.Contains(errs, ticket) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 without the ticket", args, code, errs)
 		}
 	}
 	if len(seen) != 5 {

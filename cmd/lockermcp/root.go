@@ -30,13 +30,11 @@ Configuration (environment only; the MCP client sets it):
   LOCKER_TICKET_TRANSPORT  header (default: Authorization: Bearer) or query (?ticket=)
 
 stdout carries only MCP messages. Logs go to stderr: one line per tool call with its name,
-outcome and duration; never arguments or results, which may hold write keys and tickets.
-
-Exit codes: 0 the client closed stdin, 2 refused configuration or a broken transport.`,
+outcome and duration; never arguments or results, which may hold write keys and tickets.` +
+			cli.ExitCodes("the client closed stdin", "", "could not run: usage error, refused configuration, a broken transport"),
 		Example: `  LOCKER_URL=http://127.0.0.1:8000 lockermcp
   lockermcp inspect demo-pad-v1 --url http://127.0.0.1:8000`,
-		Args:    cobra.NoArgs,
-		Version: version.String(),
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadLockerMCP(env.Getenv)
 			if err != nil {
@@ -59,8 +57,8 @@ Exit codes: 0 the client closed stdin, 2 refused configuration or a broken trans
 			return nil
 		},
 	}
-	root.SetVersionTemplate("lockermcp {{.Version}}\n")
 	root.AddCommand(newInspect(env))
+	cli.Setup(root, env, cli.VersionInfo{Name: "lockermcp", Version: version.Version, Commit: version.Commit})
 	return root
 }
 

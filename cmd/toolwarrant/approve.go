@@ -15,7 +15,7 @@ import (
 
 func (a *app) decideCmd(kind warrant.DecisionKind) *cobra.Command {
 	var digest, note string
-	var accept bool
+	var accept, asJSON bool
 	var sf signingFlags
 	use, flag, short, long := "approve SERVER TOOL --hash DIGEST", "hash", "", ""
 	switch kind {
@@ -52,9 +52,12 @@ Your role needs the stack's ApproverPolicyArn.`
 		Short:   short,
 		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
 		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a9c1d0b7e --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
-		Args:    cobra.ExactArgs(2),
+		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, tool := args[0], args[1]
+			if !cmd.Flags().Changed(flag) {
+				return cli.Usage(cmd, "--%s DIGEST is required: the digest you read and decide on (the 12 hex digits 'toolwarrant list' prints will do)", flag)
+			}
 			if err := checkDigestArg(digest); err != nil {
 				return cli.Usage(cmd, "--%s: %v", flag, err)
 			}
@@ -63,7 +66,11 @@ Your role needs the stack's ApproverPolicyArn.`
 				return err
 			}
 			if r != nil {
-				return a.remoteDecide(cmd, r, kind, server, tool, digest, accept, note)
+				out, err := a.remoteDecide(cmd, r, kind, server, tool, digest, accept, note)
+				if err != nil {
+					return err
+				}
+				return a.printDecision(out, asJSON)
 			}
 			ctx := cmd.Context()
 			w, signer, err := a.openSigning(ctx, cmd, &sf)
@@ -81,27 +88,55 @@ Your role needs the stack's ApproverPolicyArn.`
 			case errors.Is(err, warrant.ErrSuspicious):
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("%s; read it with 'toolwarrant show', and pass --accept-suspicious to %s it anyway (recorded)", visible(err.Error()), kind2cmd(kind)))
 			case errors.Is(err, warrant.ErrSeparation):
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; another trusted person must", err))
+				return cli.Exit(cli.ExitUsage, fmt.Errorf("%v; another person on the trust list must %s it, signing with their own key", err, kind2cmd(kind)))
 			case errors.Is(err, warrant.ErrStale):
 				return decisionFailed(err)
 			case err != nil:
 				return untrusted(err, "there is no trust list: run 'toolwarrant trust init --ssh-key PUB' first",
 					"key %s is not on the trust list, so it cannot decide (see 'toolwarrant trust list')")
-			case res.Unchanged:
-				fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
-				return nil
 			}
-			h := res.AuditHead
-			fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", kind, server, visible(tool), d, res.Decision.Actor, h.Seq, h.Seq, h.Hash)
-			return nil
+			out := decisionJSON{Server: server, Tool: tool, Decision: kind, Digest: d, Unchanged: res.Unchanged}
+			if !res.Unchanged {
+				out.By, out.AuditHead = res.Decision.Actor, &res.AuditHead
+			}
+			return a.printDecision(out, asJSON)
 		},
 	}
 	c.Flags().StringVar(&digest, flag, "", "the `DIGEST`: sha256:… with all 64 hex digits, or a unique prefix of at least 8 (as 'list' prints it); the statement names the full digest")
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "decide although the version has suspicious text (recorded in the signed statement)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: server, tool, decision, digest, unchanged, by, auditHead (docs/toolwarrant.md)")
 	sf.add(c)
 	a.addRemoteFlag(c)
 	return c
+}
+
+// decisionJSON is what approve, reject and rollback report (--json; docs/toolwarrant.md).
+type decisionJSON struct {
+	Server   string               `json:"server"`
+	Tool     string               `json:"tool"`
+	Decision warrant.DecisionKind `json:"decision"`
+	Digest   warrant.Digest       `json:"digest"`
+	// Unchanged is true when the digest already was the approved one: nothing recorded.
+	Unchanged bool `json:"unchanged"`
+	// By is the decider as recorded; AuditHead the audit entry of the decision (both
+	// absent when Unchanged).
+	By        string             `json:"by,omitempty"`
+	AuditHead *warrant.AuditHead `json:"auditHead,omitempty"`
+}
+
+// printDecision prints what a decision recorded, as text or as JSON.
+func (a *app) printDecision(d decisionJSON, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.env.Stdout, d)
+	}
+	if d.Unchanged {
+		fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", d.Server, visible(d.Tool), d.Digest)
+		return nil
+	}
+	h := d.AuditHead
+	fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", d.Decision, d.Server, visible(d.Tool), d.Digest, d.By, h.Seq, h.Seq, h.Hash)
+	return nil
 }
 
 // checkDigestArg refuses what can be neither a digest nor a digest prefix: "sha256:"

@@ -34,7 +34,7 @@ RFC 6962 Merkle tree whose signed C2SP checkpoints ('audit checkpoint') anchor '
 verify', prove one entry ('audit prove') and are cosigned by witnesses
 (docs/transparency-log.md).` + exitCodes("success", ""),
 		Example: "  toolwarrant audit verify --head 42:3f2a…\n  toolwarrant audit export > audit.jsonl",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.auditExportCmd(), a.auditVerifyCmd(), a.auditKeyCmd(), a.auditStatementCmd(), a.auditCheckpointCmd(),
@@ -74,7 +74,7 @@ With --remote URL (or TOOLWARRANT_REMOTE) the entries come from the approvals AP
 deployment (GET /v1/audit, page by page, each page checked to continue the sequence), for
 'audit verify --export FILE --log-pub DER' against the KMS key and the S3 checkpoints.` + exitCodes("written", ""),
 		Example: "  toolwarrant audit export > audit.jsonl\n  toolwarrant audit export --remote https://abc123.execute-api.eu-west-1.amazonaws.com > audit.jsonl",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := a.remote(cmd)
 			if err != nil {
@@ -133,7 +133,7 @@ string a signed-note verifier needs, for --vkey and for witnesses): of the local
 key, or, with --pub FILE, of an Ed25519 public key (PEM, or the DER that 'aws kms
 get-public-key' returns for the AWS checkpoint key) under --origin.` + exitCodes("printed", ""),
 		Example: "  toolwarrant audit key > log-key.pub.pem\n  toolwarrant audit key --checkpoint\n  toolwarrant audit key --checkpoint --pub checkpoint-key.der --origin toolwarrant.aws/123456789012/eu-west-1/prod",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
@@ -161,10 +161,15 @@ get-public-key' returns for the AWS checkpoint key) under --origin.` + exitCodes
 }
 
 // parseHead reads SEQ:HASH.
+// isHash reports whether s is 64 hex digits, an entry hash as commands print it.
+func isHash(s string) bool {
+	return len(s) == 64 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
+}
+
 func parseHead(s string) (*warrant.AuditHead, error) {
 	seq, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
 	n, err := strconv.ParseInt(seq, 10, 64)
-	if !ok || err != nil || n < 1 || len(hash) != 64 {
+	if !ok || err != nil || n < 1 || !isHash(hash) {
 		return nil, fmt.Errorf("--head %q must be SEQ:HASH, such as 42:3f2a… (64 hex digits), as printed by a command that wrote to the log", s)
 	}
 	return &warrant.AuditHead{Seq: n, Hash: strings.ToLower(hash)}, nil
@@ -241,7 +246,7 @@ witnesses' cosignatures on the newest checkpoint.
 The log's public key comes from --log-pub (PEM, or DER as 'aws kms get-public-key' returns
 it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
 		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {
@@ -249,6 +254,10 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 			}
 			var st trust.State
 			opts := audit.Options{TrustRoot: strings.ToLower(strings.TrimSpace(trustRoot)), Check: st.Step}
+			if opts.TrustRoot != "" && !isHash(opts.TrustRoot) {
+				// A typo is not evidence of a rewritten history.
+				return cli.Usage(cmd, "--trust-root %q is not a trust root: give the 64 hex digits 'toolwarrant trust init' printed (or 'toolwarrant trust list' shows)", trustRoot)
+			}
 			if crawlRole != "" {
 				opts.Check = iamattest.Checker(st.Step, crawlRole)
 			}
@@ -379,7 +388,7 @@ func (a *app) auditStatementCmd() *cobra.Command {
 SSH signature and the trust list of that point as an allowed_signers file into DIR, and print
 the ssh-keygen command that verifies them without toolwarrant.` + exitCodes("written", ""),
 		Example: "  toolwarrant audit statement 12 --out /tmp/approval-12",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || seq < 1 || out == "" {

@@ -51,7 +51,7 @@ func (a *app) verifyCheckpoints(cmd *cobra.Command, catalog, export, src string,
 		return err
 	}
 	if !asJSON && len(rep.Problems) == 0 {
-		fmt.Fprintf(a.env.Stderr, "checked against %d checkpoint(s) in %s\n", n, src)
+		fmt.Fprintf(a.env.Stderr, "checked against %s in %s\n", cli.Count(n, "checkpoint", ""), src)
 	}
 	return a.report(rep, "", asJSON)
 }
@@ -92,7 +92,7 @@ DIR/<size>.cosig. A witness that refuses (the checkpoint is not consistent with 
 cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 			exitCodes("the checkpoint was written (and every witness cosigned it)", "the log did not verify, so nothing was written; or a witness refused the checkpoint"),
 		Example: "  toolwarrant audit checkpoint --dir /mnt/worm/toolwarrant-checkpoints\n  toolwarrant audit checkpoint --dir cps --origin example.com/toolwarrant --witness https://witness.example/",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return cli.Usage(cmd, "--dir is required")
@@ -115,7 +115,7 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 			}
 			rep := audit.Verify(records, audit.Options{Keys: map[string]crypto.PublicKey{key.KeyID(): key.Public()}})
 			if len(rep.Problems) > 0 {
-				return cli.Exit(cli.ExitFound, fmt.Errorf("the log does not verify (%d problem(s), first at entry %d): run 'toolwarrant audit verify'", len(rep.Problems), rep.Problems[0].Seq))
+				return cli.Exit(cli.ExitFound, fmt.Errorf("the log does not verify (%s, the first at entry %d): run 'toolwarrant audit verify'", cli.Count(len(rep.Problems), "problem", ""), rep.Problems[0].Seq))
 			}
 			if rep.Head.Seq == 0 {
 				return cli.Exit(cli.ExitUsage, errors.New("the log is empty: nothing to checkpoint"))
@@ -208,7 +208,7 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 				}
 				noteBytes = checkpoint.WithCosignatures(noteBytes, cosigs)
 				if !asJSON {
-					fmt.Fprintf(a.env.Stdout, "wrote %s: %d cosignature(s)\n", cosigPath, strings.Count(string(merged), "\n"))
+					fmt.Fprintf(a.env.Stdout, "wrote %s: %s\n", cosigPath, cli.Count(strings.Count(string(merged), "\n"), "cosignature", ""))
 				}
 			}
 			n, err := checkpoint.OpenNote(noteBytes, vkey, nil)

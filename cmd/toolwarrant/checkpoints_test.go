@@ -30,7 +30,7 @@ func TestAuditCheckpoints(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "wrote ") {
 		t.Fatalf("audit checkpoint: %s", r)
 	}
-	if r := runCLI(t, dir, nil, "audit", "verify", "--checkpoints", cps); r.code != 0 || !strings.Contains(r.stderr, "1 checkpoint(s)") {
+	if r := runCLI(t, dir, nil, "audit", "verify", "--checkpoints", cps); r.code != 0 || !strings.Contains(r.stderr, "checked against 1 checkpoint in") {
 		t.Fatalf("audit verify --checkpoints: %s", r)
 	}
 	exp := runCLI(t, dir, nil, "audit", "export")

@@ -41,7 +41,7 @@ DIGEST is a full digest or a unique prefix of at least 8 hex digits.
 Old and new values are printed with suspicious characters as escapes; --accept-suspicious
 prints them raw.` + remoteNote + exitCodes("the two versions are the same (no drift)", "the versions differ (the changes are printed)"),
 		Example: "  toolwarrant diff weather get_forecast\n  toolwarrant diff weather get_forecast --from 1a2b3c4d --to 5e6f7a8b --json",
-		Args:    cobra.ExactArgs(2),
+		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var dv warrant.DiffView
 			r, err := a.remote(cmd)

@@ -19,6 +19,7 @@ func newEmitCmd(a *app) *cobra.Command {
 		port                  int
 		timeout               time.Duration
 		only                  []string
+		asJSON                bool
 	)
 	c := &cobra.Command{
 		Use:   "emit [--out gateway.yaml]",
@@ -30,11 +31,20 @@ response and tools/call: request, and a --timeout request timeout; and whose
 mcpAuthorization allows exactly the approved tools by name (defence in depth: the gateway
 itself drops anything else, even if the processor were misconfigured). A server with no
 approved tool gets a rule that allows nothing. The output is deterministic; re-run emit
-after every approval, rejection or rollback and reload the gateway.` + exitCodes("written", ""),
-		Example: "  toolwarrant emit --out gateway.yaml\n  toolwarrant emit --processor 127.0.0.1:9001 --port 3000 --timeout 2s --server weather",
-		Args:    cobra.NoArgs,
+after every approval, rejection or rollback and reload the gateway.
+
+Every route calls the one processor at --processor, so run one 'toolwarrant serve' there
+for the same servers: without --server both cover every server in the catalog. To split
+servers across processors, emit and serve each group with the same --server flags (one
+gateway configuration per processor). The configuration is for agentgateway v1.4.1 or later
+(docs/extmcp.md).` + exitCodes("written", ""),
+		Example: "  toolwarrant emit --out gateway.yaml\n  toolwarrant emit --processor 127.0.0.1:9001 --port 3000 --timeout 2s --server weather --out weather.yaml",
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if asJSON && (out == "" || out == "-") {
+				return cli.Usage(cmd, "--json needs --out FILE: without it the configuration itself goes to stdout")
+			}
 			st, err := a.openStore(ctx, cmd, store, true)
 			if err != nil {
 				return err
@@ -70,7 +80,19 @@ after every approval, rejection or rollback and reload the gateway.` + exitCodes
 			if err := writeFileAtomic(out, yaml, 0o644); err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			fmt.Fprintf(a.env.Stdout, "wrote %s: %d route(s)\n", out, len(cfg.Routes))
+			if asJSON {
+				rep := emitJSON{Out: out, Processor: cfg.Processor, Servers: []string{}}
+				for _, r := range cfg.Routes {
+					rep.Servers = append(rep.Servers, r.Server)
+					rep.AllowedTools += len(r.Approved)
+				}
+				if rep.Processor == "" {
+					rep.Processor = gatewayconf.DefaultProcessor
+				}
+				return writeJSON(a.env.Stdout, rep)
+			}
+			fmt.Fprintf(a.env.Stdout, "wrote %s: %s to the processor at %s; serve them with 'toolwarrant serve --listen %s%s'\n",
+				out, cli.Count(len(cfg.Routes), "route", ""), processor, processor, serverFlags(only))
 			return nil
 		},
 	}
@@ -79,10 +101,29 @@ after every approval, rejection or rollback and reload the gateway.` + exitCodes
 	f.StringVar(&processor, "processor", gatewayconf.DefaultProcessor, "host:port of 'toolwarrant serve' as the gateway reaches it")
 	f.IntVar(&port, "port", gatewayconf.DefaultPort, "the gateway's listening port")
 	f.DurationVar(&timeout, "timeout", gatewayconf.DefaultTimeout, "the gateway's request timeout for one processor call")
-	f.StringArrayVar(&only, "server", nil, "emit only this server (repeatable; default every server)")
+	f.StringArrayVar(&only, "server", nil, "emit only this server (repeatable; default every server); serve the same ones at --processor")
+	f.BoolVar(&asJSON, "json", false, "with --out: print one JSON document: out, processor, servers, allowedTools (docs/extmcp.md)")
 	f.StringVar(&store, "store", "catalog", storeHelp)
 	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
 	return c
+}
+
+// emitJSON is what emit --out --json reports (docs/extmcp.md).
+type emitJSON struct {
+	Out       string   `json:"out"`
+	Processor string   `json:"processor"`
+	Servers   []string `json:"servers"`
+	// AllowedTools counts the allow rules: the approved tools over every route.
+	AllowedTools int `json:"allowedTools"`
+}
+
+// serverFlags is " --server A --server B", or "" for every server.
+func serverFlags(names []string) string {
+	s := ""
+	for _, n := range names {
+		s += " --server " + n
+	}
+	return s
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same directory.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -32,7 +33,7 @@ CURRENT and APPROVED show the first 12 hex digits of each digest. 'approve', 're
 hex digits); the full digests are in 'list --json', 'show SERVER TOOL --json' and on
 the page of 'toolwarrant review'.` + remoteNote + exitCodes("success", ""),
 		Example: "  toolwarrant list\n  toolwarrant list --pending --json\n  toolwarrant list --pending --remote https://abc123.execute-api.eu-west-1.amazonaws.com",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var rows []warrant.ToolRow
 			r, err := a.remote(cmd)

@@ -26,12 +26,13 @@ type deps struct {
 	identity func() string
 	// crawl is the crawler configuration before the command's own settings; tests inject a
 	// resolver and dialer here.
-	crawl   crawler.Config
-	version string
+	crawl crawler.Config
+	// version and commit identify the build (internal/version).
+	version, commit string
 }
 
 func defaultDeps() deps {
-	return deps{now: time.Now, getwd: os.Getwd, identity: defaultIdentity, version: version.String()}
+	return deps{now: time.Now, getwd: os.Getwd, identity: defaultIdentity, version: version.Version, commit: version.Commit}
 }
 
 // defaultIdentity is user@host, the identity recorded for crawls and added servers when

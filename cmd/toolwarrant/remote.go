@@ -85,10 +85,10 @@ func remoteFailed(err error) error {
 // remoteDecide approves, rejects or rolls back d through the approvals API: it reads the
 // graded diff of d (and the audit head with it), refuses suspicious text without
 // acceptSuspicious as the local path does, then records the decision over that head.
-func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warrant.DecisionKind, server, tool, arg string, accept bool, note string) error {
+func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warrant.DecisionKind, server, tool, arg string, accept bool, note string) (decisionJSON, error) {
 	for _, f := range []string{"sign-key", "agent", "ssh-key"} {
 		if cmd.Flags().Changed(f) {
-			return cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
+			return decisionJSON{}, cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
 		}
 	}
 	ctx := cmd.Context()
@@ -96,31 +96,31 @@ func (a *app) remoteDecide(cmd *cobra.Command, r *approvalsapi.Remote, kind warr
 	// answers the full digest, which is what is decided and attested.
 	dv, err := r.Diff(ctx, server, tool, "", arg)
 	if err != nil {
-		return remoteFailed(err)
+		return decisionJSON{}, remoteFailed(err)
 	}
 	d := dv.To
 	if want := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(arg)), warrant.DigestPrefix); !strings.HasPrefix(d.Hex(), want) {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: the approvals API answered for %s, not %s; nothing was recorded", server, visible(tool), d, arg))
+		return decisionJSON{}, cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q: the approvals API answered for %s, not %s; nothing was recorded", server, visible(tool), d, arg))
 	}
 	if dv.ToInspection.Suspicious() && !accept && kind != warrant.DecisionRejected {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q version %s has %s; read it with 'toolwarrant diff --remote', and pass --accept-suspicious to %s it anyway (recorded)",
+		return decisionJSON{}, cli.Exit(cli.ExitUsage, fmt.Errorf("server %q tool %q version %s has %s; read it with 'toolwarrant diff --remote', and pass --accept-suspicious to %s it anyway (recorded)",
 			server, visible(tool), d.Short(), visible(dv.ToInspection.Summary()), kind2cmd(kind)))
 	}
 	head := dv.AuditHead
 	ans, err := r.Decide(ctx, server, tool, approvalsapi.DecisionRequest{Decision: kind, Digest: d, AuditHead: &head, AcceptSuspicious: accept, Note: note})
 	if errors.Is(err, approvalsapi.ErrUnreachable) {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("%v: the answer was lost, so the decision may have been recorded: check 'toolwarrant list --remote' before deciding again", err))
+		return decisionJSON{}, cli.Exit(cli.ExitUsage, fmt.Errorf("%v: the answer was lost, so the decision may have been recorded: check 'toolwarrant list --remote' before deciding again", err))
 	}
 	if err != nil {
-		return remoteFailed(err)
+		return decisionJSON{}, remoteFailed(err)
 	}
+	out := decisionJSON{Server: server, Tool: tool, Decision: kind, Digest: d, Unchanged: ans.Unchanged}
 	if ans.Unchanged {
-		fmt.Fprintf(a.env.Stdout, "%s %s: %s is already the approved digest; nothing recorded\n", server, visible(tool), d)
-		return nil
+		return out, nil
 	}
 	if ans.AuditHead == nil {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("the approvals API recorded the decision but answered no audit head; check 'toolwarrant list --remote'"))
+		return decisionJSON{}, cli.Exit(cli.ExitUsage, fmt.Errorf("the approvals API recorded the decision but answered no audit head; check 'toolwarrant list --remote'"))
 	}
-	fmt.Fprintf(a.env.Stdout, "%s %s %s %s as %s (audit entry %d)\naudit head: %d:%s\n", kind, server, visible(tool), d, ans.By, ans.AuditHead.Seq, ans.AuditHead.Seq, ans.AuditHead.Hash)
-	return nil
+	out.By, out.AuditHead = ans.By, ans.AuditHead
+	return out, nil
 }

@@ -49,7 +49,7 @@ nothing from elsewhere, and never shows header values or keys. Stop it with Ctrl
 --out FILE writes the same view, read-only, as one self-contained HTML file (for a pull
 request) and exits.` + remoteNote + exitCodes("the page was served until interrupted, or the report written", ""),
 		Example: "  toolwarrant review --sign-key ~/.ssh/id_ed25519\n  toolwarrant review --out report.html",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			src, where, decider, done, err := a.reviewSource(cmd, &sf, out != "")

@@ -68,21 +68,19 @@ $TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
   toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com
   toolwarrant approve weather get_forecast --hash sha256:… --sign-key ~/.ssh/id_ed25519
   toolwarrant review --sign-key ~/.ssh/id_ed25519`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flagCatalog, "catalog", "", "catalog `PATH` (env TOOLWARRANT_CATALOG; default ./toolwarrant.db)")
 	pf.StringVar(&a.flagLogKey, "log-key", "", "the log key `PATH` that signs every audit entry (env TOOLWARRANT_LOG_KEY; default: the catalog path + .logkey)")
 	pf.StringVar(&a.flagIdentity, "identity", "", "who this process acts as, recorded with every crawl and added server (env TOOLWARRANT_IDENTITY; default user@host)")
 	root.AddCommand(a.initCmd(), a.trustCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(),
 		a.decideCmd(warrant.DecisionApproved), a.decideCmd(warrant.DecisionRejected), a.decideCmd(warrant.DecisionRolledBack),
-		a.auditCmd(), a.versionCmd())
+		a.auditCmd())
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newEmitCmd(a))
 	root.AddCommand(newVerifyGatewayCmd(a))
 	root.AddCommand(a.reviewCmd())
+	cli.Setup(root, env, cli.VersionInfo{Name: "toolwarrant", Version: d.version, Commit: d.commit})
 	return root
 }
 
@@ -173,20 +171,6 @@ func failed(err error) error {
 	return cli.Exit(cli.ExitUsage, err)
 }
 
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version and the commit it was built from",
-		Long:    "Print the version and the commit it was built from." + exitCodes("always", ""),
-		Example: "  toolwarrant version",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(a.env.Stdout, "toolwarrant "+a.deps.version)
-			return nil
-		},
-	}
-}
-
 func (a *app) initCmd() *cobra.Command {
 	var keyType string
 	c := &cobra.Command{
@@ -197,7 +181,7 @@ and the log key that signs every audit entry (--log-key, else $TOOLWARRANT_LOG_K
 catalog path + .logkey; an ECDSA P-256 key, or --key-type ed25519), both with mode 0600. An
 existing file is never touched.` + exitCodes("the catalog and the key were created", ""),
 		Example: "  toolwarrant init\n  toolwarrant --catalog /var/lib/toolwarrant/catalog.db init --key-type ed25519",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
 			if err != nil {

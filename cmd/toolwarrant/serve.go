@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,11 +147,15 @@ func newServeCmd(a *app) *cobra.Command {
 		probe                      bool
 	)
 	c := &cobra.Command{
-		Use:   "serve --server NAME [--server NAME...]",
+		Use:   "serve [--server NAME...]",
 		Short: "Run the fail-closed ExtMcp processor agentgateway calls on every tools/list and tools/call",
 		Long: `Serve agentgateway's ExtMcp (mcpGuardrails) gRPC protocol on --listen (plaintext HTTP/2,
-meant for localhost beside the gateway) for the named upstream servers; with several
---server flags one process dispatches on the gateway's service_names.
+meant for localhost beside the gateway) for the upstream servers named by --server, or,
+without --server, for every server in the catalog (or evidence file) when it starts: the
+servers 'toolwarrant emit' routes to this processor when it is given the same --server
+flags (or none). One process dispatches on the gateway's service_names. A server that is
+not in the catalog is refused at start; one added later is served after a restart (and
+denied until then, like any target this processor does not serve).
 
 On every tools/list result it removes each tool whose live digest (RFC 8785 of the tool
 object exactly as received) is not the approved digest, keeping every other byte of the
@@ -171,17 +177,15 @@ every server's approvals are fresh. Prometheus metrics are served on --metrics a
 --probe checks the health of a processor already running at --listen and exits (for
 container health checks, where distroless images have no shell).` +
 			"\n\nExit codes:\n  0  shut down cleanly on a signal (or, with --probe, SERVING)\n  1  with --probe: NOT_SERVING\n  2  could not start: usage error, unreadable catalog, address in use (or, with --probe, unreachable)",
-		Example: "  toolwarrant serve --server weather --listen 127.0.0.1:9001\n" +
+		Example: "  toolwarrant serve --listen 127.0.0.1:9001      # every catalog server, as 'emit' routes them\n" +
+			"  toolwarrant serve --server weather --listen 127.0.0.1:9001\n" +
 			"  toolwarrant serve --server weather --server github --refresh 2s --staleness 20s --metrics 127.0.0.1:9464\n" +
 			"  toolwarrant serve --probe --listen 127.0.0.1:9001",
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if probe {
 				return probeHealth(ctx, a.env.Stdout, listen)
-			}
-			if len(servers) == 0 {
-				return cli.Usage(cmd, "name at least one --server")
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -194,6 +198,9 @@ container health checks, where distroless images have no shell).` +
 				return err
 			}
 			defer st.close()
+			if servers, err = servedServers(ctx, cmd, st, servers); err != nil {
+				return err
+			}
 			rec := st.recorder
 			if observations != "" {
 				rec = &extmcp.JSONLRecorder{Path: observations}
@@ -231,7 +238,7 @@ container health checks, where distroless images have no shell).` +
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&servers, "server", nil, "upstream `NAME` to decide for (the gateway target and catalog server name); repeat for several")
+	f.StringArrayVar(&servers, "server", nil, "upstream `NAME` to decide for (the gateway target and catalog server name); repeat for several (default: every server in the catalog)")
 	f.StringVar(&listen, "listen", "127.0.0.1:9001", "gRPC listen `ADDRESS` (h2c)")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://`ADDRESS`/metrics (off when empty)")
 	f.StringVar(&store, "store", "catalog", storeHelp)
@@ -245,6 +252,35 @@ container health checks, where distroless images have no shell).` +
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr unless it is a terminal)")
 	f.BoolVar(&probe, "probe", false, "check the health of the processor at --listen and exit")
 	return c
+}
+
+// servedServers checks the --server names against the store's servers, or, when none is
+// named, returns them all: what emit routes to one processor by default.
+func servedServers(ctx context.Context, cmd *cobra.Command, st *evidenceStore, named []string) ([]string, error) {
+	doc, err := st.servers(ctx)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the servers to serve: %v", err))
+	}
+	var known []string
+	for _, s := range doc.Servers {
+		known = append(known, s.Name)
+	}
+	if len(named) == 0 {
+		if len(known) == 0 {
+			return nil, cli.Exit(cli.ExitUsage, errors.New("the catalog has no server to serve; add one with 'toolwarrant server add'"))
+		}
+		return known, nil
+	}
+	for _, n := range named {
+		if !slices.Contains(known, n) {
+			list := "none"
+			if len(known) > 0 {
+				list = strings.Join(known, ", ")
+			}
+			return nil, cli.Usage(cmd, "--server %q is not in the catalog (servers: %s): serving it would deny every call", n, list)
+		}
+	}
+	return named, nil
 }
 
 // probeHealth asks grpc.health.v1 at addr for the ExtMcp service's status.

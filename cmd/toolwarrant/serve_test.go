@@ -90,7 +90,13 @@ func twDigest(t *testing.T, raw string) string {
 // startServe runs `toolwarrant serve` until the test ends and waits until it is SERVING.
 func startServe(t *testing.T, dir string, args ...string) (addr string, stop func() twResult) {
 	t.Helper()
-	addr = freeAddr(t)
+	return startServeAt(t, dir, freeAddr(t), args...)
+}
+
+// startServeAt is startServe listening on addr.
+func startServeAt(t *testing.T, dir, addr string, args ...string) (string, func() twResult) {
+	t.Helper()
+	var stop func() twResult
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan twResult, 1)
 	go func() { done <- tw(ctx, dir, append([]string{"serve", "--listen", addr}, args...)...) }()
@@ -144,7 +150,7 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 
 	procAddr := freeAddr(t)
 	gwFile := filepath.Join(dir, "gateway.yaml")
-	if r := twOK(t, dir, "emit", "--processor", procAddr, "--out", gwFile); r.stdout != "wrote "+gwFile+": 1 route(s)\n" {
+	if r := twOK(t, dir, "emit", "--processor", procAddr, "--out", gwFile); r.stdout != "wrote "+gwFile+": 1 route to the processor at "+procAddr+"; serve them with 'toolwarrant serve --listen "+procAddr+"'\n" {
 		t.Errorf("emit: %s", r)
 	}
 	config, err := os.ReadFile(gwFile)
@@ -170,7 +176,7 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 	verify := func() twResult {
 		return tw(t.Context(), dir, "verify-gateway", "--url", gwURL, "--config", gwFile, "--strict")
 	}
-	if r := verify(); r.code != 0 || !strings.HasPrefix(r.stdout, "ok: "+gwURL+" serves exactly the 1 approved tool(s) of wx") {
+	if r := verify(); r.code != 0 || !strings.HasPrefix(r.stdout, "ok: "+gwURL+" serves exactly the 1 approved tool of wx") {
 		t.Fatalf("verify-gateway on a correct deployment: %s", r)
 	}
 	cs := connect(t, gwURL)
@@ -192,7 +198,7 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 		t.Errorf("call of the reworded tool: %v", err)
 	}
 	r := verify()
-	if r.code != 1 || !strings.Contains(r.stdout, "approved_missing") || !strings.Contains(r.stdout, "1 mismatch(es)") {
+	if r.code != 1 || !strings.Contains(r.stdout, "approved_missing") || !strings.Contains(r.stdout, "1 mismatch between") {
 		t.Errorf("verify-gateway after the rug pull: %s", r)
 	}
 	r = tw(t.Context(), dir, "verify-gateway", "--url", gwURL, "--config", gwFile, "--json")
@@ -464,11 +470,15 @@ func TestServeEvidenceStoreAndUsage(t *testing.T) {
 	}
 
 	ctx := t.Context()
+	if err := os.WriteFile(evidence, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"serve"}, "name at least one --server"},
+		{[]string{"serve"}, "no catalog"},
+		{[]string{"serve", "--server", "nosuch", "--store", "evidence:" + evidence}, `--server "nosuch" is not in the catalog (servers: wx)`},
 		{[]string{"serve", "--server", "wx", "--store", "nosuch"}, "use catalog, evidence:PATH or dynamodb:TABLE"},
 		{[]string{"serve", "--server", "wx", "--store", "evidence:" + evidence, "--refresh", "10s", "--staleness", "1s"}, "shorter than the refresh interval"},
 		{[]string{"serve", "--probe", "--listen", freeAddr(t)}, "probe"},

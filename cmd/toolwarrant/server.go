@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,7 +23,7 @@ func (a *app) serverCmd() *cobra.Command {
 		Short:   "Add and list the upstream MCP servers in the catalog",
 		Long:    "Add and list the upstream MCP servers in the catalog." + exitCodes("success", ""),
 		Example: "  toolwarrant server add weather https://weather.example.com/mcp\n  toolwarrant server list",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.serverAddCmd(), a.serverListCmd())
@@ -48,7 +50,7 @@ the value never enters the catalog.
 Adding a server that is already there with the same settings changes nothing.` + exitCodes("the server was added (or was already there, unchanged)", ""),
 		Example: `  toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
   toolwarrant server add local http://127.0.0.1:3001/mcp --allow-private`,
-		Args: cobra.ExactArgs(2),
+		Args: cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, rawURL := args[0], args[1]
 			if err := warrant.ValidateServerName(name); err != nil {
@@ -66,11 +68,7 @@ Adding a server that is already there with the same settings changes nothing.` +
 			// private or metadata addresses, userinfo, other schemes. Names are resolved
 			// only at crawl time.
 			if _, err := netguard.New(netguard.Config{AllowPrivate: allowPrivate}).ParseURL(rawURL); err != nil {
-				hint := ""
-				if !allowPrivate {
-					hint = " (for a server on this machine or your intranet, add --allow-private)"
-				}
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("server %q: %v%s", name, err, hint))
+				return cli.Usage(cmd, "server %q: %s", name, refusedURL(rawURL, err, allowPrivate))
 			}
 			cat, svc, _, err := a.open(cmd.Context(), cmd, false)
 			if err != nil {
@@ -128,7 +126,7 @@ func (a *app) serverListCmd() *cobra.Command {
 		Short:   "List the servers in the catalog, sorted by name",
 		Long:    "List the servers in the catalog, sorted by name, with their headers (names only)." + exitCodes("success", ""),
 		Example: "  toolwarrant server list\n  toolwarrant server list --json",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, _, _, err := a.open(cmd.Context(), cmd, true)
 			if err != nil {
@@ -189,4 +187,39 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// refusedURL says why a server URL is refused and what to do, in the user's terms rather
+// than netguard's: the hint to add --allow-private only where it would help.
+func refusedURL(rawURL string, err error, allowPrivate bool) string {
+	shown := rawURL
+	if strings.Contains(rawURL, "@") { // never a password
+		u, perr := url.Parse(rawURL)
+		if perr != nil || u.User == nil || u.Host == "" {
+			return "the URL (not shown: it holds userinfo) is refused: give credentials with --header-env, never in the URL"
+		}
+		shown = u.Redacted()
+	}
+	if !strings.Contains(rawURL, "://") {
+		return fmt.Sprintf("URL %q has no scheme: write it as https://%s (or http:// for a server on this machine)", shown, shown)
+	}
+	var ae *netguard.AddressError
+	if errors.As(err, &ae) {
+		what := fmt.Sprintf("URL %q points at %s, a %s address", shown, ae.Addr, ae.Class)
+		switch {
+		case errors.Is(err, netguard.ErrMetadataAddress):
+			return what + ": cloud metadata addresses are always refused"
+		case strings.Contains(err.Error(), "(spelled "):
+			// Refused whatever --allow-private says: it hides the address from a reader.
+			return fmt.Sprintf("URL %q spells the %s address %s unusually: write it as %s", shown, ae.Class, ae.Addr, ae.Addr)
+		case ae.Class.Private() && !allowPrivate:
+			return what + ": for a server on this machine or your intranet, add --allow-private"
+		}
+		return what + ", which is never allowed"
+	}
+	why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), netguard.ErrInvalidURL.Error()), ": ")
+	if strings.HasSuffix(why, " has userinfo") {
+		why = "it holds userinfo: give credentials with --header-env, never in the URL"
+	}
+	return fmt.Sprintf("URL %q is refused: %s", shown, why)
 }

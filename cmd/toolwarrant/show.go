@@ -33,7 +33,7 @@ raw: those characters are printed as JSON \u escapes (still valid JSON with the 
 stderr says what was found, and the command exits 1. --accept-suspicious prints the exact
 canonical bytes.` + remoteNote + exitCodes("printed", "printed with suspicious characters escaped (see stderr)"),
 		Example: "  toolwarrant show weather get_forecast\n  toolwarrant show weather get_forecast --version 3f2a9c1d",
-		Args:    cobra.ExactArgs(2),
+		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var v warrant.VersionView
 			r, err := a.remote(cmd)

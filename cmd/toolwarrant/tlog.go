@@ -334,7 +334,7 @@ The checkpoint is the newest note in --checkpoints that covers SEQ, else the las
 checkpoint; the log must agree with it, or nothing is printed and the exit code is 1.` +
 			exitCodes("the proof was printed", "the log contradicts the checkpoint"),
 		Example: "  toolwarrant audit prove 12 > entry-12.tlog-proof\n  toolwarrant audit prove 12 --checkpoints /mnt/worm/checkpoints --json",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || seq < 1 {
@@ -429,7 +429,7 @@ one base64 hash per line (what a c2sp.org/tlog-witness request carries): with th
 checkpoints' roots, tlog.CheckTree(proof, NEW, newRoot, OLD, oldRoot) checks it offline.
 --json adds both roots as the log computes them.` + exitCodes("the proof was printed", ""),
 		Example: "  toolwarrant audit consistency 40 57",
-		Args:    cobra.ExactArgs(2),
+		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			oldN, err1 := strconv.ParseInt(args[0], 10, 64)
 			newN, err2 := strconv.ParseInt(args[1], 10, 64)

@@ -79,7 +79,7 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 			}
 			k, _, err := sshsig.ParseAuthorizedKey(string(b))
 			if err != nil {
-				return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", f.pub, err))
+				return nil, cli.Usage(cmd, "--ssh-key %s: %v", f.pub, pubKeyHint(f.pub, err))
 			}
 			pub = &k
 		}
@@ -90,6 +90,15 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 		return s, nil
 	}
 	return nil, cli.Usage(cmd, "say whose signature this is: --sign-key FILE or --agent")
+}
+
+// pubKeyHint says what to do about a file that is not a public key line: a private key is
+// named as such, with the public key that belongs there (never its content).
+func pubKeyHint(path string, err error) error {
+	if errors.Is(err, sshsig.ErrPrivateKey) {
+		return fmt.Errorf("%w: pass its public key, %s.pub (ssh-keygen -y -f %s prints it)", err, path, path)
+	}
+	return err
 }
 
 // readPub reads the public key --ssh-key names (required): its authorized_keys line and
@@ -104,7 +113,7 @@ func readPub(cmd *cobra.Command, path string) (string, string, error) {
 	}
 	k, comment, err := sshsig.ParseAuthorizedKey(string(b))
 	if err != nil {
-		return "", "", cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", path, err))
+		return "", "", cli.Usage(cmd, "--ssh-key %s: %v", path, pubKeyHint(path, err))
 	}
 	return k.AuthorizedKey(), comment, nil
 }
@@ -117,7 +126,7 @@ func (a *app) trustCmd() *cobra.Command {
 records in the audit chain: 'trust init' records the first list and prints the trust
 root; 'trust add' and 'trust remove' need a signature by a key already on the list.` + exitCodes("success", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com\n  toolwarrant trust list",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.trustInitCmd(), a.trustChangeCmd("add"), a.trustChangeCmd("remove"), a.trustListCmd())
@@ -136,7 +145,7 @@ re-signed by someone holding the database and the log key.
 
 NAME defaults to the public key's comment.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust init --ssh-key ~/.ssh/id_ed25519.pub --principal alice@example.com",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
@@ -190,7 +199,7 @@ func (a *app) trustChangeCmd(action string) *cobra.Command {
 		Long: short + `. The signed statement names the key, the change and the audit head you read;
 if the log moves on before it is recorded, the change is refused: run it again.` + exitCodes("recorded", ""),
 		Example: "  toolwarrant trust " + action + " --ssh-key bob.pub --principal bob@example.com --sign-key ~/.ssh/id_ed25519",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			line, comment, err := readPub(cmd, pubPath)
 			if err != nil {
@@ -278,7 +287,7 @@ func (a *app) trustListCmd() *cobra.Command {
 		Short:   "Show the trust list, its trust root, or write it as an allowed_signers file",
 		Long:    "Show the trust list as the audit chain records it now." + exitCodes("shown", ""),
 		Example: "  toolwarrant trust list\n  toolwarrant trust list --allowed-signers allowed_signers",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, _, _, err := a.open(cmd.Context(), cmd, true)
 			if err != nil {

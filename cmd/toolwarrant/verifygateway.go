@@ -45,7 +45,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 			"\n\nExit codes:\n  0  no mismatch (or mismatches without --strict)\n  1  --strict and at least one mismatch\n  2  could not run: usage error, unreadable catalog or configuration, gateway unreachable",
 		Example: "  toolwarrant verify-gateway --url http://127.0.0.1:3000/weather/mcp --config gateway.yaml --strict\n" +
 			"  toolwarrant verify-gateway --url http://127.0.0.1:3000/weather/mcp --server weather --json",
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if gwURL == "" {
@@ -116,7 +116,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 				if g != nil {
 					what += " and " + config
 				}
-				fmt.Fprintf(a.env.Stdout, "ok: %s serves exactly the %d approved tool(s) of %s; it agrees with %s\n", gwURL, len(approved), server, what)
+				fmt.Fprintf(a.env.Stdout, "ok: %s serves exactly the %s of %s; it agrees with %s\n", gwURL, cli.Count(len(approved), "approved tool", ""), server, what)
 			} else {
 				tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "MISMATCH\tTOOL\tDETAIL")
@@ -128,7 +128,7 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 					fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Kind, quoteVisible(tool), f.Detail)
 				}
 				_ = tw.Flush()
-				fmt.Fprintf(a.env.Stdout, "%d mismatch(es) between %s, the catalog", len(findings), gwURL)
+				fmt.Fprintf(a.env.Stdout, "%s between %s, the catalog", cli.Count(len(findings), "mismatch", "mismatches"), gwURL)
 				if g != nil {
 					fmt.Fprintf(a.env.Stdout, " and %s", config)
 				}

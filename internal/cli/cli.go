@@ -13,13 +13,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by all binaries.
+// Exit codes shared by all binaries (docs/cli.md).
 const (
 	// ExitOK means success: no drift, verified, done.
 	ExitOK = 0
 	// ExitFound means the check ran and found something (drift, problems, failed verification).
 	ExitFound = 1
-	// ExitError means the command could not run: usage, unreadable input, unreachable server.
+	// ExitUsage means the command could not run: a usage error (the same code in every
+	// binary and every command), unreadable input, an unreachable server, a refused
+	// configuration.
 	ExitUsage = 2
 )
 
@@ -80,8 +82,22 @@ func Main(newRoot func(Env) *cobra.Command) {
 	os.Exit(code)
 }
 
+// Setup gives root the conventions every binary shares (docs/cli.md): a `version` command
+// and a --version flag that print info, no completion command in the command list (it
+// still works), and errors and usage printed by [Run] alone. Call it after the other
+// commands are added.
+func Setup(root *cobra.Command, env Env, info VersionInfo) {
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.Version = info.Line()
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(versionCmd(env, info))
+}
+
 // Run executes root with args and returns the exit code. Errors are printed to env.Stderr as
-// one line, "NAME: message"; usage errors also point at --help.
+// one line, "NAME: message"; usage errors also point at the --help of the command they
+// concern.
 func Run(ctx context.Context, root *cobra.Command, args []string, env Env) int {
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)
@@ -94,7 +110,7 @@ func Run(ctx context.Context, root *cobra.Command, args []string, env Env) int {
 		usage = true
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -106,7 +122,10 @@ func Run(ctx context.Context, root *cobra.Command, args []string, env Env) int {
 		return ee.Code
 	}
 	if !usage && isCobraUsageError(err) {
-		err = fmt.Errorf("%w (see '%s --help')", err, root.Name())
+		if c == nil {
+			c = root
+		}
+		err = fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	}
 	fmt.Fprintf(env.Stderr, "%s: %s\n", root.Name(), oneLine(err.Error()))
 	return ExitUsage
@@ -131,4 +150,31 @@ func oneLine(s string) string {
 // Usage returns an error that exits 2 with a pointer to the command's help.
 func Usage(cmd *cobra.Command, format string, a ...any) error {
 	return Exit(ExitUsage, fmt.Errorf("%s (see '%s --help')", fmt.Sprintf(format, a...), cmd.CommandPath()))
+}
+
+// ExitCodes formats the "Exit codes" section of a command's help, the form every command
+// uses and the test of docs/cli.md reads: 0 ok; 1 found (left out when ""); 2 couldNot
+// (default "could not run: usage error"). Continue a long text on a new line indented by
+// five spaces.
+func ExitCodes(ok, found, couldNot string) string {
+	if couldNot == "" {
+		couldNot = "could not run: usage error"
+	}
+	s := "\n\nExit codes:\n  0  " + ok + "\n"
+	if found != "" {
+		s += "  1  " + found + "\n"
+	}
+	return s + "  2  " + couldNot
+}
+
+// Count is n and the noun, singular for 1 and plural otherwise ("1 tool", "2 tools");
+// plural "" adds an s.
+func Count(n int, singular, plural string) string {
+	if plural == "" {
+		plural = singular + "s"
+	}
+	if n == 1 {
+		return "1 " + singular
+	}
+	return fmt.Sprintf("%d %s", n, plural)
 }

@@ -257,7 +257,8 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 	}
 	filter := &lineFilter{max: maxSkipped, logger: opts.logger(), server: s.Name}
 	tap := opts.newTap()
-	transport := &tapTransport{inner: &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}, tap: tap}
+	stdio := &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}
+	transport := &tapTransport{inner: stdio, tap: tap}
 	l := &Listing{Server: s.Name, Transport: TransportStdio}
 	defer func() {
 		if cmd.Process != nil {
@@ -273,7 +274,11 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 		return l, tap, fmt.Errorf("server %q: %w", s.Name, ferr)
 	}
 	if err != nil && cmd.Process == nil {
-		return nil, tap, fmt.Errorf("server %q: %w: cannot start %s: %v", s.Name, ErrUnavailable, s.Command, pathErr(unwrapExec(err)))
+		why := err
+		if stdio.startErr != nil {
+			why = pathErr(unwrapExec(stdio.startErr))
+		}
+		return nil, tap, fmt.Errorf("server %q: %w: cannot start %s: %v", s.Name, ErrUnavailable, s.Command, why)
 	}
 	if err != nil && !errors.Is(err, ErrProtocol) {
 		if last := stderr.lastLine(); last != "" {

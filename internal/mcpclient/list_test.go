@@ -187,6 +187,15 @@ func TestListToolsErrors(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "cannot start agentgate-no-such-command") {
 		t.Errorf("missing command: %v", err)
 	}
+	// The server is named once, and the reason is the operating system's, not the session's.
+	want := `server "nope": server unavailable: cannot start agentgate-no-such-command: executable file not found in $PATH`
+	if err == nil || err.Error() != want {
+		t.Errorf("missing command: %v, want %s", err, want)
+	}
+	_, err = ListTools(t.Context(), Server{Name: "nope", Transport: TransportStdio, Command: "/nonexistent/agentgate-cmd"}, Options{})
+	if want := `server "nope": server unavailable: cannot start /nonexistent/agentgate-cmd: no such file or directory`; err == nil || err.Error() != want {
+		t.Errorf("missing path: %v, want %s", err, want)
+	}
 
 	// A closed loopback port: refused at once, and not retried as SSE.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -35,6 +35,9 @@ type stdioTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 	filter    *lineFilter
+	// startErr is why the command could not be started, for the one error that reports it
+	// (the session's own error repeats the server's name).
+	startErr error
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -47,6 +50,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	if err := t.cmd.Start(); err != nil {
+		t.startErr = err
 		return nil, err
 	}
 	t.filter.r = bufio.NewReaderSize(stdout, 64*1024)

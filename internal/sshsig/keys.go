@@ -20,6 +20,10 @@ const (
 // ErrUnsupported is wrapped for key types other than ssh-ed25519 and ecdsa-sha2-nistp256.
 var ErrUnsupported = errors.New("unsupported SSH key type (use ssh-ed25519 or ecdsa-sha2-nistp256)")
 
+// ErrPrivateKey is returned by [ParseAuthorizedKey] for a private key (PEM or OpenSSH),
+// given where its public key belongs.
+var ErrPrivateKey = errors.New("this is a private key, not a public key")
+
 // PublicKey is an SSH public key of a supported type.
 type PublicKey struct {
 	// Type is TypeEd25519 or TypeECDSAP256.
@@ -55,6 +59,9 @@ func (k PublicKey) AuthorizedKey() string {
 // line, retries the first word as options, so its error is about base64 rather than the
 // line a person gave. The blob itself is parsed by ssh.ParsePublicKey.
 func ParseAuthorizedKey(line string) (PublicKey, string, error) {
+	if t := strings.TrimSpace(line); strings.HasPrefix(t, "-----BEGIN ") && strings.Contains(t, "PRIVATE KEY-----") {
+		return PublicKey{}, "", ErrPrivateKey
+	}
 	f := strings.Fields(strings.TrimSpace(line))
 	if len(f) < 2 {
 		return PublicKey{}, "", errors.New("not an SSH public key line (TYPE BASE64 [comment])")

@@ -71,3 +71,21 @@ func Event(t testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// BuildCommands builds every binary of ./cmd (CGO_ENABLED=0, stamped with version and
+// commit as the Makefile stamps them) into a new temporary directory and returns it. A
+// build failure fails the test.
+func BuildCommands(t testing.TB, version, commit string) string {
+	t.Helper()
+	dir := t.TempDir()
+	gobin := LookPath(t, "go")
+	const pkg = "github.com/agentgate-dev/agentgate/internal/version"
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", dir+string(filepath.Separator),
+		"-ldflags", "-X "+pkg+".Version="+version+" -X "+pkg+".Commit="+commit, "./cmd/...")
+	cmd.Dir = RepoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
+	}
+	return dir
+}

@@ -80,3 +80,15 @@ func (e *IngestError) Error() string {
 
 // Unwrap returns ErrInvalid.
 func (e *IngestError) Unwrap() error { return ErrInvalid }
+
+// notFoundError is an ErrNotFound whose message is complete without the sentinel's text
+// ("… is not in the catalog: not found" would say it twice).
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// notFound returns an error that Is ErrNotFound, with the formatted message alone.
+func notFound(format string, a ...any) error {
+	return &notFoundError{msg: fmt.Sprintf(format, a...)}
+}

@@ -1,6 +1,7 @@
 package warrant
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,6 +40,16 @@ type Inspection struct {
 	// MixedScript is true when the name mixes writing systems; Scripts names them.
 	MixedScript bool     `json:"mixedScript,omitempty"`
 	Scripts     []string `json:"scripts,omitempty"`
+}
+
+// MarshalJSON writes Findings as [] rather than null when there are none, so that readers
+// of --json and the approvals API always get a list.
+func (i Inspection) MarshalJSON() ([]byte, error) {
+	type plain Inspection // without this method
+	if i.Findings == nil {
+		i.Findings = []TextFinding{}
+	}
+	return json.Marshal(plain(i))
 }
 
 // Suspicious reports whether the inspection found anything that must be accepted before

@@ -535,6 +535,10 @@ func (d VersionDoc) View() VersionView {
 // tool loads a tool's record and versions; ErrNotFound naming what is missing.
 func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []Version, error) {
 	if _, err := s.cat.Server(ctx, server); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			// The store's error names the server already.
+			return ToolRecord{}, nil, notFound("server %q is not in the catalog ('toolwarrant server list' shows those that are)", server)
+		}
 		return ToolRecord{}, nil, fmt.Errorf("server %q: %w", server, err)
 	}
 	vs, err := s.cat.Versions(ctx, server, tool)
@@ -556,7 +560,7 @@ func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []
 			return ToolRecord{}, nil, fmt.Errorf("server %q tool %q: the gateway listed %s, but no crawl has recorded a definition of the tool yet (run 'toolwarrant crawl %s'): %w",
 				server, tool, tr.Current.Short(), server, ErrNotFound)
 		}
-		return ToolRecord{}, nil, fmt.Errorf("server %q has no tool %q: %w", server, tool, ErrNotFound)
+		return ToolRecord{}, nil, notFound("server %q has no tool %q ('toolwarrant list' shows the tools of every server)", server, tool)
 	}
 	return tr, vs, nil
 }
