@@ -69,10 +69,11 @@ release:
 	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>] [IMAGE_BASE=local|<image>] [IMAGES=0]"; exit 2; }
 	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)') $(if $(IMAGE_BASE),--image-base '$(IMAGE_BASE)') $(if $(filter 0,$(IMAGES)),--images=false)
 
-## verify-release: check a release directory (DIR=... ALLOWED_SIGNERS=file IDENTITY=name)
+## verify-release: check a release directory and its signature (DIR=... ALLOWED_SIGNERS=file
+## IDENTITY=name), or everything but the signature (DIR=... UNSIGNED=1)
 verify-release:
-	@test -n "$(DIR)" || { echo "usage: make verify-release DIR=<release dir> [ALLOWED_SIGNERS=<file> IDENTITY=<signer>]"; exit 2; }
-	$(GO) run ./scripts/release verify --dir '$(DIR)' $(if $(ALLOWED_SIGNERS),--allowed-signers '$(ALLOWED_SIGNERS)' --identity '$(IDENTITY)')
+	@test -n "$(DIR)" || { echo "usage: make verify-release DIR=<release dir> ALLOWED_SIGNERS=<file> IDENTITY=<signer>   (or UNSIGNED=1 instead of the signer)"; exit 2; }
+	$(GO) run ./scripts/release verify --dir '$(DIR)' $(if $(ALLOWED_SIGNERS),--allowed-signers '$(ALLOWED_SIGNERS)' --identity '$(IDENTITY)') $(if $(filter 1,$(UNSIGNED)),--unsigned)
 
 clean:
 	rm -rf $(BIN)

@@ -163,7 +163,7 @@ func TestReleaseIsReproducibleAndVerifiable(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.WriteFile(filepath.Join(a, "SHA256SUMS"), sums, 0o644)
-			code, out := runCLI(t, "verify", "--dir", a)
+			code, out := runCLI(t, "verify", "--dir", a, "--unsigned")
 			if code != 1 || !strings.Contains(out, "has SHA-256") {
 				t.Errorf("verify of an unsigned release with a changed image and recomputed sums: exit %d, want 1 naming the blob\n%s", code, out)
 			}
@@ -180,5 +180,47 @@ func TestBuildRefusesOutputInsideTree(t *testing.T) {
 	code, out := runCLI(t, "build", "--repo", root, "--out", filepath.Join(root, "dist-test"))
 	if code != 2 || !strings.Contains(out, "inside the source tree") {
 		t.Errorf("build into the tree: exit %d\n%s", code, out)
+	}
+}
+
+// TestVerifyNeverClaimsAnUncheckedSignature: verify without the signer's file refuses to run
+// (exit 2, saying what to give) unless told --unsigned, and a signer's file against a release
+// that has no signature fails (exit 1) instead of passing (issue 20: it printed that the
+// signature was not checked, then "verified" with exit 0).
+func TestVerifyNeverClaimsAnUncheckedSignature(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signers := filepath.Join(t.TempDir(), "allowed_signers")
+	if err := os.WriteFile(signers, []byte("release@test ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no signer and no --unsigned", []string{"verify", "--dir", dir}, 2, "no --allowed-signers"},
+		{"both", []string{"verify", "--dir", dir, "--unsigned", "--allowed-signers", signers, "--identity", "release@test"}, 2, "contradict"},
+		{"no identity", []string{"verify", "--dir", dir, "--allowed-signers", signers}, 2, "--identity is required"},
+		{"unsigned release", []string{"verify", "--dir", dir, "--allowed-signers", signers, "--identity", "release@test"}, 1, "SHA256SUMS.sig is missing"},
+	} {
+		code, out := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(out, c.want) || strings.Contains(out, "verified") {
+			t.Errorf("%s: exit %d, want %d saying %q and never \"verified\"\n%s", c.name, code, c.code, c.want, out)
+		}
+	}
+}
+
+// TestBuildNamesAMissingTag: make release COMMIT=v0.1.0 on a clone without that tag says how
+// to make one, exit 2.
+func TestBuildNamesAMissingTag(t *testing.T) {
+	testenv.LookPath(t, "git")
+	root := testenv.RepoRoot(t)
+	code, out := runCLI(t, "build", "--repo", root, "--commit", "v0.0.0-no-such-tag", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(out, "git tag v0.0.0-no-such-tag") {
+		t.Errorf("build of a missing tag: exit %d, want 2 saying how to tag\n%s", code, out)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,9 @@ import (
 
 type verifyOptions struct {
 	dir, allowedSigners, identity string
+	// unsigned checks everything but the signature; without it and without allowedSigners
+	// verify refuses to run, so "verified" never means "the signature was not looked at".
+	unsigned bool
 }
 
 // verifyFailure is a release that does not verify (exit 1), as opposed to one that could not
@@ -29,14 +34,23 @@ func (v *verifyFailure) Error() string { return "verification failed: " + v.reas
 func fail(format string, a ...any) error { return &verifyFailure{fmt.Sprintf(format, a...)} }
 
 func runVerify(ctx context.Context, o verifyOptions, env cli.Env) error {
+	switch {
+	case o.allowedSigners != "" && o.unsigned:
+		return errors.New("--unsigned and --allowed-signers contradict each other: give one")
+	case o.allowedSigners == "" && !o.unsigned:
+		return errors.New("no --allowed-signers: give the allowed_signers file that names the release key " +
+			"(README: Releases), or --unsigned to check everything but the signature")
+	case o.allowedSigners != "" && o.identity == "":
+		return errors.New("--identity is required with --allowed-signers: the signer's name in that file")
+	}
 	sumsPath := filepath.Join(o.dir, "SHA256SUMS")
 	sums, err := os.ReadFile(sumsPath)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", sumsPath, err)
 	}
 	if o.allowedSigners != "" {
-		if o.identity == "" {
-			return fmt.Errorf("--identity is required with --allowed-signers")
+		if _, err := os.Stat(sumsPath + ".sig"); errors.Is(err, fs.ErrNotExist) {
+			return fail("SHA256SUMS.sig is missing: the release is unsigned (built without --key)")
 		}
 		cmd := exec.CommandContext(ctx, "ssh-keygen", "-Y", "verify", "-f", o.allowedSigners, "-I", o.identity,
 			"-n", Namespace, "-s", sumsPath+".sig")
@@ -45,7 +59,7 @@ func runVerify(ctx context.Context, o verifyOptions, env cli.Env) error {
 			return fail("SHA256SUMS signature: %s", strings.TrimSpace(string(out)))
 		}
 	} else {
-		fmt.Fprintln(env.Stderr, "release: no --allowed-signers given: the signature is NOT checked")
+		fmt.Fprintln(env.Stderr, "release: --unsigned: the signature is NOT checked; only that the files agree with each other")
 	}
 	listed := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(sums))
