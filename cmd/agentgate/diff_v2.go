@@ -44,11 +44,10 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	if err != nil {
 		return err
 	}
-	servers := selectServers(cfg, server)
-	if server != "" && len(servers) == 0 {
-		if _, ok := locked.Servers[server]; !ok {
-			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
-		}
+	_, inLock := locked.Servers[server]
+	servers, err := a.selectServers(cmd, o, cfg, server, inLock)
+	if err != nil {
+		return err
 	}
 	var jobs []job
 	for _, s := range servers {
@@ -62,7 +61,7 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	}
 	sortedJobs(jobs)
 	results := a.listAllV2(cmd.Context(), o, jobs)
-	if err := a.failuresV2(results, "cannot compare"); err != nil {
+	if err := failures(a, results, "listings could not be done", "cannot compare"); err != nil {
 		return err
 	}
 	live, liveSnap := surfaceOf(results, "", o, a)
