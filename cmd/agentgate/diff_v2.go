@@ -248,25 +248,8 @@ func (r renderer) itemV2(it lockfile.ItemDiff) {
 		mark = r.paint(ansiRed, "-")
 	}
 	fmt.Fprintf(r.w, "  %-8s %s %s\n", gradeOf(it.Grade), mark, itemLabel(it))
-	if d := it.Description; d != nil {
-		switch {
-		case d.Old == nil:
-			fmt.Fprintf(r.w, "      (the locked words are not in the snapshot) now: %s\n", visible(d.New))
-		default:
-			var b strings.Builder
-			for _, op := range d.Ops {
-				text := visible(op.Text)
-				switch op.Op {
-				case "delete":
-					b.WriteString(r.paint(ansiRed, "[-"+text+"-]"))
-				case "insert":
-					b.WriteString(r.paint(ansiGreen, "{+"+text+"+}"))
-				default:
-					b.WriteString(text)
-				}
-			}
-			fmt.Fprintf(r.w, "      %s\n", b.String())
-		}
+	if it.Description != nil {
+		r.words(it.Description)
 	}
 	const maxChanges = 12
 	for i, c := range it.Changes {
