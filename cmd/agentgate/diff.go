@@ -135,8 +135,7 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 	if err != nil {
 		return err
 	}
-	_, inLock := locked.Servers[server]
-	servers, err := a.selectServers(cmd, o, cfg, server, inLock)
+	servers, err := a.selectServers(cmd, o, cfg, server, hasKey(locked.Servers, server))
 	if err != nil {
 		return err
 	}

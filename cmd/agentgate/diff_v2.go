@@ -44,8 +44,7 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	if err != nil {
 		return err
 	}
-	_, inLock := locked.Servers[server]
-	servers, err := a.selectServers(cmd, o, cfg, server, inLock)
+	servers, err := a.selectServers(cmd, o, cfg, server, hasKey(locked.Servers, server))
 	if err != nil {
 		return err
 	}

@@ -150,11 +150,7 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		oldSnap = a.readSnapshot(o)
 	}
 
-	var inLock bool
-	if old != nil {
-		_, inLock = old.Servers[server]
-	}
-	servers, err := a.selectServers(cmd, o, cfg, server, inLock)
+	servers, err := a.selectServers(cmd, o, cfg, server, old != nil && hasKey(old.Servers, server))
 	if err != nil {
 		return err
 	}

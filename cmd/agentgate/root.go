@@ -411,6 +411,12 @@ func (a *app) selectServers(cmd *cobra.Command, o opts, cfg *mcpclient.Config, n
 	return nil, nil
 }
 
+// hasKey reports whether m has the key k.
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 // writeFileAtomic writes data to path through a temporary file in the same directory, so a
 // reader never sees half a lockfile.
 func writeFileAtomic(path string, data []byte) error {

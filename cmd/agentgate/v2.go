@@ -184,11 +184,7 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 	if old != nil {
 		oldSnap = a.readSnapshotV2(o)
 	}
-	var inLock bool
-	if old != nil {
-		_, inLock = old.Servers[server]
-	}
-	servers, err := a.selectServers(cmd, o, cfg, server, inLock)
+	servers, err := a.selectServers(cmd, o, cfg, server, old != nil && hasKey(old.Servers, server))
 	if err != nil {
 		return err
 	}
