@@ -171,17 +171,8 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 	}
 	snap := live
 	if server != "" && old != nil {
-		// Keep every other server as locked, with its snapshot entry if it still matches.
 		merged := lockfile.Surface{}
-		for name, s := range old.Servers {
-			if name == server {
-				continue
-			}
-			next.Servers[name] = s
-			if defs, ok := oldSnap[name]; ok && snapshotMatches(defs, s) {
-				merged[name] = defs
-			}
-		}
+		keepOthers(next.Servers, merged, old.Servers, oldSnap, server, snapshotMatches)
 		for name, defs := range live {
 			merged[name] = defs
 		}
@@ -259,6 +250,21 @@ func (a *app) writeSnapshot(o opts, data []byte) error {
 	a.lockOut.SnapshotWritten = true
 	a.say("wrote %s: the text of what was locked, so diffs show the old words; commit it with %s\n", a.rel(o.snapshot), a.rel(o.lockfile))
 	return nil
+}
+
+// keepOthers keeps, when lock refreshes only server, every other server as locked: it copies
+// them from old to next, and their snapshot entries from oldSnap to snap when they still
+// match what is locked.
+func keepOthers[S, D any](next map[string]S, snap map[string]D, old map[string]S, oldSnap map[string]D, server string, matches func(D, S) bool) {
+	for name, s := range old {
+		if name == server {
+			continue
+		}
+		next[name] = s
+		if defs, ok := oldSnap[name]; ok && matches(defs, s) {
+			snap[name] = defs
+		}
+	}
 }
 
 // snapshotMatches reports whether defs are exactly the tools locked in s.

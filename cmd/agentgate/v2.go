@@ -210,15 +210,7 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 	}
 	next, snap := surfaceOf(results, "agentgate@"+a.deps.version, o, a)
 	if server != "" && old != nil {
-		for name, s := range old.Servers {
-			if name == server {
-				continue
-			}
-			next.Servers[name] = s
-			if defs, ok := oldSnap[name]; ok && snapshotMatchesV2(defs, s) {
-				snap[name] = defs
-			}
-		}
+		keepOthers(next.Servers, snap, old.Servers, oldSnap, server, snapshotMatchesV2)
 	}
 	if old != nil && lockfile.SameSurfaceV2(old, next) {
 		next.GeneratedAt = old.GeneratedAt
