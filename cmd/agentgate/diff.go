@@ -135,14 +135,12 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 	if err != nil {
 		return err
 	}
-	servers := selectServers(cfg, server)
-	if server != "" && len(servers) == 0 {
-		if _, ok := locked.Servers[server]; !ok {
-			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
-		}
+	servers, err := a.selectServers(cmd, o, cfg, server, hasKey(locked.Servers, server))
+	if err != nil {
+		return err
 	}
 	results := a.listAll(cmd.Context(), o, servers)
-	if err := a.failures(results, "cannot compare"); err != nil {
+	if err := failures(a, results, "servers could not be listed", "cannot compare"); err != nil {
 		return err
 	}
 	live := lockfile.Surface{}

@@ -44,11 +44,9 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	if err != nil {
 		return err
 	}
-	servers := selectServers(cfg, server)
-	if server != "" && len(servers) == 0 {
-		if _, ok := locked.Servers[server]; !ok {
-			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
-		}
+	servers, err := a.selectServers(cmd, o, cfg, server, hasKey(locked.Servers, server))
+	if err != nil {
+		return err
 	}
 	var jobs []job
 	for _, s := range servers {
@@ -62,7 +60,7 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	}
 	sortedJobs(jobs)
 	results := a.listAllV2(cmd.Context(), o, jobs)
-	if err := a.failuresV2(results, "cannot compare"); err != nil {
+	if err := failures(a, results, "listings could not be done", "cannot compare"); err != nil {
 		return err
 	}
 	live, liveSnap := surfaceOf(results, "", o, a)
@@ -249,25 +247,8 @@ func (r renderer) itemV2(it lockfile.ItemDiff) {
 		mark = r.paint(ansiRed, "-")
 	}
 	fmt.Fprintf(r.w, "  %-8s %s %s\n", gradeOf(it.Grade), mark, itemLabel(it))
-	if d := it.Description; d != nil {
-		switch {
-		case d.Old == nil:
-			fmt.Fprintf(r.w, "      (the locked words are not in the snapshot) now: %s\n", visible(d.New))
-		default:
-			var b strings.Builder
-			for _, op := range d.Ops {
-				text := visible(op.Text)
-				switch op.Op {
-				case "delete":
-					b.WriteString(r.paint(ansiRed, "[-"+text+"-]"))
-				case "insert":
-					b.WriteString(r.paint(ansiGreen, "{+"+text+"+}"))
-				default:
-					b.WriteString(text)
-				}
-			}
-			fmt.Fprintf(r.w, "      %s\n", b.String())
-		}
+	if it.Description != nil {
+		r.words(it.Description)
 	}
 	const maxChanges = 12
 	for i, c := range it.Changes {

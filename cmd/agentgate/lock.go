@@ -150,20 +150,13 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 		oldSnap = a.readSnapshot(o)
 	}
 
-	servers := selectServers(cfg, server)
-	dropped := false
-	if server != "" && len(servers) == 0 {
-		if old != nil {
-			if _, ok := old.Servers[server]; ok {
-				dropped = true
-			}
-		}
-		if !dropped {
-			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
-		}
+	servers, err := a.selectServers(cmd, o, cfg, server, old != nil && hasKey(old.Servers, server))
+	if err != nil {
+		return err
 	}
+	dropped := droppedName(server, servers)
 	results := a.listAll(cmd.Context(), o, servers)
-	if err := a.failures(results, "nothing was written"); err != nil {
+	if err := failures(a, results, "servers could not be listed", "nothing was written"); err != nil {
 		return err
 	}
 
@@ -178,17 +171,8 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 	}
 	snap := live
 	if server != "" && old != nil {
-		// Keep every other server as locked, with its snapshot entry if it still matches.
 		merged := lockfile.Surface{}
-		for name, s := range old.Servers {
-			if name == server {
-				continue
-			}
-			next.Servers[name] = s
-			if defs, ok := oldSnap[name]; ok && snapshotMatches(defs, s) {
-				merged[name] = defs
-			}
-		}
+		keepOthers(next.Servers, merged, old.Servers, oldSnap, server, snapshotMatches)
 		for name, defs := range live {
 			merged[name] = defs
 		}
@@ -207,30 +191,49 @@ func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool)
 	for _, s := range next.Servers {
 		tools += len(s.Tools)
 	}
-	prev, _ := os.ReadFile(o.lockfile)
 	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version, Servers: len(next.Servers), Tools: tools}
-	switch {
-	case bytes.Equal(prev, data):
-		a.say("%s is up to date: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
-	default:
+	var marshalSnap func() ([]byte, error)
+	if withSnapshot {
+		marshalSnap = func() ([]byte, error) { return lockfile.MarshalSnapshot(snap) }
+	}
+	return a.writeLock(o, data, "", counts(len(next.Servers), tools), dropped, marshalSnap)
+}
+
+// droppedName is the server named by --server when selectServers gave none for it: it is only
+// in the lockfile, and lock drops it. Otherwise it is "".
+func droppedName(server string, servers []mcpclient.Server) string {
+	if server != "" && len(servers) == 0 {
+		return server
+	}
+	return ""
+}
+
+// writeLock writes the lockfile (data, with the counts in what) when it changed, and says so;
+// version goes after its name in "wrote". It says that the server named dropped was dropped,
+// unless dropped is "". Last it writes the snapshot that marshalSnap gives, unless
+// marshalSnap is nil.
+func (a *app) writeLock(o opts, data []byte, version, what, dropped string, marshalSnap func() ([]byte, error)) error {
+	if prev, _ := os.ReadFile(o.lockfile); bytes.Equal(prev, data) {
+		a.say("%s is up to date: %s\n", a.rel(o.lockfile), what)
+	} else {
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.lockfile), unwrapPath(err)))
 		}
 		a.lockOut.Written = true
-		a.say("wrote %s: %s\n", a.rel(o.lockfile), counts(len(next.Servers), tools))
+		a.say("wrote %s%s: %s\n", a.rel(o.lockfile), version, what)
 	}
-	if dropped {
-		a.lockOut.Dropped = server
-		a.say("dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
+	if dropped != "" {
+		a.lockOut.Dropped = dropped
+		a.say("dropped server %q, which is no longer in %s\n", dropped, a.rel(o.config))
 	}
-	if withSnapshot {
-		sdata, err := lockfile.MarshalSnapshot(snap)
-		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
-		return a.writeSnapshot(o, sdata)
+	if marshalSnap == nil {
+		return nil
 	}
-	return nil
+	sdata, err := marshalSnap()
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	return a.writeSnapshot(o, sdata)
 }
 
 // writeSnapshot writes the snapshot when it changed, and says so: it is the second file
@@ -247,6 +250,21 @@ func (a *app) writeSnapshot(o opts, data []byte) error {
 	a.lockOut.SnapshotWritten = true
 	a.say("wrote %s: the text of what was locked, so diffs show the old words; commit it with %s\n", a.rel(o.snapshot), a.rel(o.lockfile))
 	return nil
+}
+
+// keepOthers keeps, when lock refreshes only server, every other server as locked: it copies
+// them from old to next, and their snapshot entries from oldSnap to snap when they still
+// match what is locked.
+func keepOthers[S, D any](next map[string]S, snap map[string]D, old map[string]S, oldSnap map[string]D, server string, matches func(D, S) bool) {
+	for name, s := range old {
+		if name == server {
+			continue
+		}
+		next[name] = s
+		if defs, ok := oldSnap[name]; ok && matches(defs, s) {
+			snap[name] = defs
+		}
+	}
 }
 
 // snapshotMatches reports whether defs are exactly the tools locked in s.

@@ -102,35 +102,33 @@ func (r renderer) tool(t lockfile.ToolDiff) {
 }
 
 func (r renderer) description(t lockfile.ToolDiff) {
-	d := t.Description
-	switch {
-	case d == nil:
+	if t.Description == nil {
 		fmt.Fprintf(r.w, "      descriptionHash %s → %s\n", short(t.Locked.DescriptionHash), short(t.Live.DescriptionHash))
-	case d.Old == nil:
-		fmt.Fprintf(r.w, "      (the locked words are not in the snapshot) now: %s\n", visible(d.New))
-	default:
-		var b strings.Builder
-		for _, op := range d.Ops {
-			text := visible(op.Text)
-			switch op.Op {
-			case "delete":
-				if r.color {
-					b.WriteString(r.paint(ansiRed, "[-"+text+"-]"))
-				} else {
-					b.WriteString("[-" + text + "-]")
-				}
-			case "insert":
-				if r.color {
-					b.WriteString(r.paint(ansiGreen, "{+"+text+"+}"))
-				} else {
-					b.WriteString("{+" + text + "+}")
-				}
-			default:
-				b.WriteString(text)
-			}
-		}
-		fmt.Fprintf(r.w, "      %s\n", b.String())
+		return
 	}
+	r.words(t.Description)
+}
+
+// words writes how a description changed, word by word, or only the new words when the
+// locked ones are not in the snapshot.
+func (r renderer) words(d *lockfile.TextDiff) {
+	if d.Old == nil {
+		fmt.Fprintf(r.w, "      (the locked words are not in the snapshot) now: %s\n", visible(d.New))
+		return
+	}
+	var b strings.Builder
+	for _, op := range d.Ops {
+		text := visible(op.Text)
+		switch op.Op {
+		case "delete":
+			b.WriteString(r.paint(ansiRed, "[-"+text+"-]"))
+		case "insert":
+			b.WriteString(r.paint(ansiGreen, "{+"+text+"+}"))
+		default:
+			b.WriteString(text)
+		}
+	}
+	fmt.Fprintf(r.w, "      %s\n", b.String())
 }
 
 func (r renderer) schema(t lockfile.ToolDiff) {

@@ -292,27 +292,43 @@ type listed struct {
 // listAll lists servers concurrently (at most maxParallel at a time) and returns the results
 // in the order given. Progress goes to stderr only when it is a terminal.
 func (a *app) listAll(ctx context.Context, o opts, servers []mcpclient.Server) []listed {
-	out := make([]listed, len(servers))
+	out := inParallel(a, servers, " servers", true, func(s mcpclient.Server) listed { return a.listOne(ctx, o, s) })
+	for _, r := range out {
+		for _, n := range r.notes {
+			a.warnf("server %q: %s", r.name, n)
+		}
+	}
+	return out
+}
+
+// inParallel calls one on every job, at most maxParallel at a time, and returns the results
+// in the order of jobs. When stderr is a terminal it shows "listed done/total" followed by
+// unit, from the start when fromZero and otherwise from the first job done, and clears the
+// line at the end.
+func inParallel[J, R any](a *app, jobs []J, unit string, fromZero bool, one func(J) R) []R {
+	out := make([]R, len(jobs))
 	progress := cli.IsTerminal(a.env.Stderr)
 	var (
 		mu   sync.Mutex
 		done int
 		wg   sync.WaitGroup
 	)
-	sem := make(chan struct{}, maxParallel)
 	report := func() {
 		if progress {
-			fmt.Fprintf(a.env.Stderr, "\ragentgate: listed %d/%d servers", done, len(servers))
+			fmt.Fprintf(a.env.Stderr, "\ragentgate: listed %d/%d%s", done, len(jobs), unit)
 		}
 	}
-	report()
-	for i, s := range servers {
+	if fromZero {
+		report()
+	}
+	sem := make(chan struct{}, maxParallel)
+	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i] = a.listOne(ctx, o, s)
+			out[i] = one(j)
 			mu.Lock()
 			done++
 			report()
@@ -323,21 +339,21 @@ func (a *app) listAll(ctx context.Context, o opts, servers []mcpclient.Server) [
 	if progress {
 		fmt.Fprint(a.env.Stderr, "\r\033[K")
 	}
-	for _, r := range out {
-		for _, n := range r.notes {
-			a.warnf("server %q: %s", r.name, n)
-		}
-	}
 	return out
 }
 
-func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
-	l, err := a.deps.list(ctx, s, mcpclient.Options{
+// listOptions are the client options every listing starts from.
+func (a *app) listOptions(o opts) mcpclient.Options {
+	return mcpclient.Options{
 		Timeout:       o.timeout,
 		Environ:       a.deps.environ,
 		ClientName:    "agentgate",
 		ClientVersion: a.deps.version,
-	})
+	}
+}
+
+func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
+	l, err := a.deps.list(ctx, s, a.listOptions(o))
 	if err != nil {
 		return listed{name: s.Name, err: err}
 	}
@@ -355,30 +371,50 @@ func (a *app) listOne(ctx context.Context, o opts, s mcpclient.Server) listed {
 	return r
 }
 
-// failures prints every listing error on its own line and returns the exit-2 error, or nil.
-func (a *app) failures(results []listed, what string) error {
+// outcome is the result of one listing, as failures sees it.
+type outcome interface {
+	// failure is why the listing failed, or nil.
+	failure() error
+}
+
+func (r listed) failure() error { return r.err }
+
+// failures prints every listing error on its own line and returns the exit-2 error, or nil:
+// "N of M <failed>; <what>".
+func failures[R outcome](a *app, results []R, failed, what string) error {
 	n := 0
 	for _, r := range results {
-		if r.err != nil {
+		if err := r.failure(); err != nil {
 			n++
-			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", strings.ReplaceAll(r.err.Error(), "\n", "; "))
+			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	return cli.Exit(cli.ExitUsage, fmt.Errorf("%d of %d servers could not be listed; %s", n, len(results), what))
+	return cli.Exit(cli.ExitUsage, fmt.Errorf("%d of %d %s; %s", n, len(results), failed, what))
 }
 
-// selectServers returns the configured servers to list: all, or just name.
-func selectServers(cfg *mcpclient.Config, name string) []mcpclient.Server {
+// selectServers returns the configured servers to list: all, or just name. A name in
+// neither the config nor the lockfile (inLock says whether it is there) is a usage error; a
+// name only in the lockfile gives no servers.
+func (a *app) selectServers(cmd *cobra.Command, o opts, cfg *mcpclient.Config, name string, inLock bool) ([]mcpclient.Server, error) {
 	if name == "" {
-		return cfg.Servers
+		return cfg.Servers, nil
 	}
 	if s, ok := cfg.Server(name); ok {
-		return []mcpclient.Server{s}
+		return []mcpclient.Server{s}, nil
 	}
-	return nil
+	if !inLock {
+		return nil, cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", name, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
+	}
+	return nil, nil
+}
+
+// hasKey reports whether m has the key k.
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same directory, so a

@@ -90,31 +90,24 @@ const driftGradingURI = "https://github.com/agentgate-dev/agentgate/blob/main/do
 // ruleV1Drift is the one rule of a version 1 lockfile's findings: every drift fails.
 const ruleV1Drift warrant.Rule = "tool-surface-drift"
 
-func sarifLevel(s warrant.Severity) string {
+// sarifSeverity is how SARIF shows a grade: the level of a result, and the
+// security-severity GitHub ranks a rule's alerts by.
+func sarifSeverity(s warrant.Severity) (level, securitySeverity string) {
 	switch s {
 	case warrant.Critical:
-		return "error"
+		return "error", "9.0"
 	case warrant.Warning:
-		return "warning"
+		return "warning", "5.0"
 	}
-	return "note"
-}
-
-func securitySeverity(s warrant.Severity) string {
-	switch s {
-	case warrant.Critical:
-		return "9.0"
-	case warrant.Warning:
-		return "5.0"
-	}
-	return "2.0"
+	return "note", "2.0"
 }
 
 func sarifRules() []sarifRule {
 	var out []sarifRule
 	add := func(id warrant.Rule, sev warrant.Severity, summary string) {
+		level, score := sarifSeverity(sev)
 		out = append(out, sarifRule{ID: string(id), ShortDescription: sarifText{summary}, HelpURI: driftGradingURI,
-			DefaultConfiguration: sarifConfig{sarifLevel(sev)}, Properties: sarifRuleProps{SecuritySeverity: securitySeverity(sev), Tags: []string{"security", "mcp", "supply-chain"}}})
+			DefaultConfiguration: sarifConfig{level}, Properties: sarifRuleProps{SecuritySeverity: score, Tags: []string{"security", "mcp", "supply-chain"}}})
 	}
 	for _, r := range warrant.Rules {
 		add(r.Rule, r.Severity, r.Summary)
@@ -141,8 +134,9 @@ func (a *app) writeSARIF(path string, fs []finding) error {
 			loc.Region = &sarifRegion{StartLine: f.line}
 		}
 		sum := sha256.Sum256([]byte(f.key))
+		level, _ := sarifSeverity(f.severity)
 		log.Runs[0].Results = append(log.Runs[0].Results, sarifResult{
-			RuleID: string(f.rule), Level: sarifLevel(f.severity), Message: sarifText{f.message},
+			RuleID: string(f.rule), Level: level, Message: sarifText{f.message},
 			Locations:           []sarifLocation{{PhysicalLocation: loc}},
 			PartialFingerprints: map[string]string{"agentgateChange/v1": hex.EncodeToString(sum[:16])},
 		})

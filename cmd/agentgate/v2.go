@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -114,36 +113,12 @@ type listedV2 struct {
 	err    error
 }
 
+func (r listedV2) failure() error { return r.err }
+
 // listAllV2 runs the jobs, at most maxParallel at a time, and returns their outcomes in
 // order. Notes from the client (lines skipped, probes unanswered) are warnings.
 func (a *app) listAllV2(ctx context.Context, o opts, jobs []job) []listedV2 {
-	out := make([]listedV2, len(jobs))
-	progress := cli.IsTerminal(a.env.Stderr)
-	var (
-		mu   sync.Mutex
-		done int
-		wg   sync.WaitGroup
-	)
-	sem := make(chan struct{}, maxParallel)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = a.listOneV2(ctx, o, j)
-			mu.Lock()
-			done++
-			if progress {
-				fmt.Fprintf(a.env.Stderr, "\ragentgate: listed %d/%d", done, len(jobs))
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if progress {
-		fmt.Fprint(a.env.Stderr, "\r\033[K")
-	}
+	out := inParallel(a, jobs, "", false, func(j job) listedV2 { return a.listOneV2(ctx, o, j) })
 	for _, r := range out {
 		for _, n := range r.notes {
 			a.warnf("server %q (%s): %s", r.server.Name, r.profile.Name, n)
@@ -154,14 +129,9 @@ func (a *app) listAllV2(ctx context.Context, o opts, jobs []job) []listedV2 {
 
 func (a *app) listOneV2(ctx context.Context, o opts, j job) listedV2 {
 	p := j.profile
-	l, err := a.deps.list(ctx, j.server, mcpclient.Options{
-		Timeout:       o.timeout,
-		Environ:       a.deps.environ,
-		ClientName:    "agentgate",
-		ClientVersion: a.deps.version,
-		Profile:       &p,
-		Everything:    true,
-	})
+	opt := a.listOptions(o)
+	opt.Profile, opt.Everything = &p, true
+	l, err := a.deps.list(ctx, j.server, opt)
 	r := listedV2{job: j}
 	if err != nil {
 		r.err = err
@@ -190,21 +160,6 @@ func (a *app) listOneV2(ctx context.Context, o opts, j job) listedV2 {
 	return r
 }
 
-// failuresV2 prints every listing error and returns the exit-2 error, or nil.
-func (a *app) failuresV2(results []listedV2, what string) error {
-	n := 0
-	for _, r := range results {
-		if r.err != nil {
-			n++
-			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", strings.ReplaceAll(r.err.Error(), "\n", "; "))
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	return cli.Exit(cli.ExitUsage, fmt.Errorf("%d of %d listings could not be done; %s", n, len(results), what))
-}
-
 // surfaceOf gathers job results into a lockfile and its snapshot.
 func surfaceOf(results []listedV2, generatedBy string, o opts, a *app) (*lockfile.LockfileV2, lockfile.SnapshotV2) {
 	lf := &lockfile.LockfileV2{GeneratedBy: generatedBy, GeneratedAt: a.deps.now(), Servers: map[string]lockfile.ServerV2{}}
@@ -229,16 +184,11 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 	if old != nil {
 		oldSnap = a.readSnapshotV2(o)
 	}
-	servers := selectServers(cfg, server)
-	dropped := false
-	if server != "" && len(servers) == 0 {
-		if old != nil {
-			_, dropped = old.Servers[server]
-		}
-		if !dropped {
-			return cli.Usage(cmd, "server %q is neither in %s (servers: %s) nor in %s", server, a.rel(o.config), namesOrNone(cfg.Names()), a.rel(o.lockfile))
-		}
+	servers, err := a.selectServers(cmd, o, cfg, server, old != nil && hasKey(old.Servers, server))
+	if err != nil {
+		return err
 	}
+	dropped := droppedName(server, servers)
 	var jobs []job
 	for _, s := range servers {
 		profiles := explicit
@@ -255,20 +205,12 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		}
 	}
 	results := a.listAllV2(cmd.Context(), o, jobs)
-	if err := a.failuresV2(results, "nothing was written"); err != nil {
+	if err := failures(a, results, "listings could not be done", "nothing was written"); err != nil {
 		return err
 	}
 	next, snap := surfaceOf(results, "agentgate@"+a.deps.version, o, a)
 	if server != "" && old != nil {
-		for name, s := range old.Servers {
-			if name == server {
-				continue
-			}
-			next.Servers[name] = s
-			if defs, ok := oldSnap[name]; ok && snapshotMatchesV2(defs, s) {
-				snap[name] = defs
-			}
-		}
+		keepOthers(next.Servers, snap, old.Servers, oldSnap, server, snapshotMatchesV2)
 	}
 	if old != nil && lockfile.SameSurfaceV2(old, next) {
 		next.GeneratedAt = old.GeneratedAt
@@ -278,7 +220,6 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		return cli.Exit(cli.ExitUsage, err)
 	}
 	what := countsV2(next)
-	prev, _ := os.ReadFile(o.lockfile)
 	upgraded := a.lockOut.Upgraded
 	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version2, Upgraded: upgraded, Servers: len(next.Servers)}
 	for _, s := range next.Servers {
@@ -290,27 +231,11 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 			a.lockOut.ResourceTemplates += len(p.ResourceTemplates)
 		}
 	}
-	if bytes.Equal(prev, data) {
-		a.say("%s is up to date: %s\n", a.rel(o.lockfile), what)
-	} else {
-		if err := writeFileAtomic(o.lockfile, data); err != nil {
-			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %w", a.rel(o.lockfile), unwrapPath(err)))
-		}
-		a.lockOut.Written = true
-		a.say("wrote %s (lockfileVersion 2): %s\n", a.rel(o.lockfile), what)
-	}
-	if dropped {
-		a.lockOut.Dropped = server
-		a.say("dropped server %q, which is no longer in %s\n", server, a.rel(o.config))
-	}
+	var marshalSnap func() ([]byte, error)
 	if withSnapshot {
-		sdata, err := lockfile.MarshalSnapshotV2(snap)
-		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
-		}
-		return a.writeSnapshot(o, sdata)
+		marshalSnap = func() ([]byte, error) { return lockfile.MarshalSnapshotV2(snap) }
 	}
-	return nil
+	return a.writeLock(o, data, " (lockfileVersion 2)", what, dropped, marshalSnap)
 }
 
 // snapshotMatchesV2 reports whether the snapshot entries of one server are exactly what s

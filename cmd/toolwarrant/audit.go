@@ -277,9 +277,9 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 				}
 				opts.Keys = map[string]crypto.PublicKey{key.KeyID(): key.Public()}
 			}
-			ls, err := a.state(cfg.Catalog, f)
+			ls, err := a.state(cmd, cfg.Catalog, f)
 			if err != nil {
-				return cli.Usage(cmd, "%v", err)
+				return err
 			}
 			wits, err := witnessVerifiers(witnessKeys)
 			if err != nil {

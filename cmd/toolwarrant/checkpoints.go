@@ -97,13 +97,9 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 			if dir == "" {
 				return cli.Usage(cmd, "--dir is required")
 			}
-			cfg, err := a.settings(cmd)
+			cfg, st, err := a.logSettings(cmd, f)
 			if err != nil {
 				return err
-			}
-			st, err := a.state(cfg.Catalog, f)
-			if err != nil {
-				return cli.Usage(cmd, "%v", err)
 			}
 			key, err := localapp.LoadLogKey(cfg.LogKey)
 			if err != nil {

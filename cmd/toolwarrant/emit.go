@@ -45,14 +45,9 @@ gateway configuration per processor). The configuration is for agentgateway v1.4
 			if asJSON && (out == "" || out == "-") {
 				return cli.Usage(cmd, "--json needs --out FILE: without it the configuration itself goes to stdout")
 			}
-			st, err := a.openStore(ctx, cmd, store, true)
+			doc, err := a.readStore(ctx, cmd, store)
 			if err != nil {
 				return err
-			}
-			defer st.close()
-			doc, err := st.servers(ctx)
-			if err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("read the catalog: %v", err))
 			}
 			cfg := gatewayconf.Config{Port: port, Processor: processor, Timeout: timeout}
 			for _, s := range doc.Servers {

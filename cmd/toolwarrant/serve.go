@@ -254,6 +254,21 @@ container health checks, where distroless images have no shell).` +
 	return c
 }
 
+// readStore reads the servers and their evidence from --store (opened as by openStore, able
+// to record observations), for emit and verify-gateway.
+func (a *app) readStore(ctx context.Context, cmd *cobra.Command, store string) (*extmcp.EvidenceDoc, error) {
+	st, err := a.openStore(ctx, cmd, store, true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	doc, err := st.servers(ctx)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("read the catalog: %v", err))
+	}
+	return doc, nil
+}
+
 // servedServers checks the --server names against the store's servers, or, when none is
 // named, returns them all: what emit routes to one processor by default.
 func servedServers(ctx context.Context, cmd *cobra.Command, st *evidenceStore, named []string) ([]string, error) {

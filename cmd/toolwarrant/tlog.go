@@ -93,8 +93,27 @@ func readVKey(s string) (string, error) {
 	return "", fmt.Errorf("%s holds no verifier key", s)
 }
 
-// state resolves origin and keys: flag > environment > default.
-func (a *app) state(catalog string, f tlogFlags) (*logState, error) {
+// logSettings resolves the settings and the log state of their catalog (state).
+func (a *app) logSettings(cmd *cobra.Command, f tlogFlags) (config.Toolwarrant, *logState, error) {
+	cfg, err := a.settings(cmd)
+	if err != nil {
+		return cfg, nil, err
+	}
+	st, err := a.state(cmd, cfg.Catalog, f)
+	return cfg, st, err
+}
+
+// state resolves origin and keys: flag > environment > default. A setting that does not
+// resolve is a usage error.
+func (a *app) state(cmd *cobra.Command, catalog string, f tlogFlags) (*logState, error) {
+	st, err := a.resolveState(catalog, f)
+	if err != nil {
+		return nil, cli.Usage(cmd, "%v", err)
+	}
+	return st, nil
+}
+
+func (a *app) resolveState(catalog string, f tlogFlags) (*logState, error) {
 	st := &logState{configDir: a.configDir()}
 	st.seen = checkpoint.Seen{Dir: filepath.Join(st.configDir, "logs")}
 	pick := func(flag, env string) string {
@@ -340,13 +359,9 @@ checkpoint; the log must agree with it, or nothing is printed and the exit code 
 			if err != nil || seq < 1 {
 				return cli.Usage(cmd, "SEQ must be an entry number (1 or more), not %q", args[0])
 			}
-			cfg, err := a.settings(cmd)
+			cfg, st, err := a.logSettings(cmd, f)
 			if err != nil {
 				return err
-			}
-			st, err := a.state(cfg.Catalog, f)
-			if err != nil {
-				return cli.Usage(cmd, "%v", err)
 			}
 			if st.vkey == "" {
 				return cli.Exit(cli.ExitUsage, errors.New("no checkpoint verifier key: run 'toolwarrant audit checkpoint' first, or pass --vkey"))
@@ -518,9 +533,9 @@ func (a *app) anchorReport(cmd *cobra.Command, tv treeVerify, t *audit.Tree, src
 
 // printVKey is `audit key --checkpoint`.
 func (a *app) printVKey(cmd *cobra.Command, catalog string, f tlogFlags, pub string) error {
-	st, err := a.state(catalog, f)
+	st, err := a.state(cmd, catalog, f)
 	if err != nil {
-		return cli.Usage(cmd, "%v", err)
+		return err
 	}
 	if pub != "" {
 		keys, err := readPublicKeys(pub)

@@ -65,14 +65,9 @@ the catalog's only server. --json prints one document: {server, url, listed, fin
 					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %v", config, err))
 				}
 			}
-			st, err := a.openStore(ctx, cmd, store, true)
+			doc, err := a.readStore(ctx, cmd, store)
 			if err != nil {
 				return err
-			}
-			defer st.close()
-			doc, err := st.servers(ctx)
-			if err != nil {
-				return cli.Exit(cli.ExitUsage, fmt.Errorf("read the catalog: %v", err))
 			}
 			if server == "" && g != nil {
 				for _, r := range g.Routes {

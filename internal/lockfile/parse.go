@@ -41,13 +41,9 @@ func (w Warning) String() string {
 // byte-identical to what [Lockfile.Marshal] would write (tools out of order, other
 // indentation).
 func Parse(data []byte) (*Lockfile, []Warning, error) {
-	c, err := canon.Transform(data)
+	top, err := topLevelLockfile(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w lockfile: %v", ErrInvalid, positioned(err, data))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(c, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%w lockfile: the top level is not a JSON object", ErrInvalid)
+		return nil, nil, err
 	}
 	// The version gates everything else: a future format may differ in any other field.
 	rawVersion, ok := top["lockfileVersion"]
@@ -109,14 +105,42 @@ func Parse(data []byte) (*Lockfile, []Warning, error) {
 		}
 		lf.Servers[name] = s
 	}
-	if p.err != nil {
-		return nil, nil, p.err
+	if err := p.done(data, lf.Marshal, "indentation, field order or time format"); err != nil {
+		return nil, nil, err
 	}
-	if out, err := lf.Marshal(); err == nil && len(p.warnings) == 0 && !bytes.Equal(out, data) {
-		p.warn("", "not in canonical form (indentation, field order or time format); agentgate lock rewrites it")
+	return lf, p.warnings, nil
+}
+
+// topLevel reads data, a lockfile or a snapshot (what), as one JSON object that RFC 8785
+// accepts, by member name; notObject is the error when it is another JSON value.
+func topLevel(data []byte, what, notObject string) (map[string]json.RawMessage, error) {
+	c, err := canon.Transform(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrInvalid, what, positioned(err, data))
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(c, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("%w %s: %s", ErrInvalid, what, notObject)
+	}
+	return top, nil
+}
+
+// topLevelLockfile is topLevel for a lockfile.
+func topLevelLockfile(data []byte) (map[string]json.RawMessage, error) {
+	return topLevel(data, "lockfile", "the top level is not a JSON object")
+}
+
+// done ends a parse: it returns the first error, or else sorts the warnings, adding one when
+// data is not the bytes marshal writes (what differs names the likely causes).
+func (p *parser) done(data []byte, marshal func() ([]byte, error), what string) error {
+	if p.err != nil {
+		return p.err
+	}
+	if out, err := marshal(); err == nil && len(p.warnings) == 0 && !bytes.Equal(out, data) {
+		p.warn("", "not in canonical form ("+what+"); agentgate lock rewrites it")
 	}
 	sortWarnings(p.warnings)
-	return lf, p.warnings, nil
+	return nil
 }
 
 type parser struct {

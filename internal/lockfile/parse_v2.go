@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/agentgate-dev/agentgate/internal/canon"
 )
 
 // Versions lists the lockfileVersions this package reads.
@@ -17,13 +15,9 @@ var Versions = []int{Version, Version2}
 // [ErrInvalid]) text that is not an acceptable JSON object, a missing version and a version
 // this build does not understand.
 func ReadVersion(data []byte) (int, error) {
-	c, err := canon.Transform(data)
+	top, err := topLevelLockfile(data)
 	if err != nil {
-		return 0, fmt.Errorf("%w lockfile: %v", ErrInvalid, positioned(err, data))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(c, &top); err != nil || top == nil {
-		return 0, fmt.Errorf("%w lockfile: the top level is not a JSON object", ErrInvalid)
+		return 0, err
 	}
 	raw, ok := top["lockfileVersion"]
 	if !ok {
@@ -45,13 +39,9 @@ func ReadVersion(data []byte) (int, error) {
 // client capabilities that are not a JSON object, and a surfaceHash that does not match its
 // entries. Unknown fields and a layout other than [LockfileV2.Marshal]'s are warnings.
 func ParseV2(data []byte) (*LockfileV2, []Warning, error) {
-	c, err := canon.Transform(data)
+	top, err := topLevelLockfile(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w lockfile: %v", ErrInvalid, positioned(err, data))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(c, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%w lockfile: the top level is not a JSON object", ErrInvalid)
+		return nil, nil, err
 	}
 	if string(top["lockfileVersion"]) != "2" {
 		return nil, nil, fmt.Errorf("%w lockfile: lockfileVersion %s is not 2", ErrInvalid, orMissing(top["lockfileVersion"]))
@@ -85,13 +75,9 @@ func ParseV2(data []byte) (*LockfileV2, []Warning, error) {
 		}
 		lf.Servers[name] = s
 	}
-	if p.err != nil {
-		return nil, nil, p.err
+	if err := p.done(data, lf.Marshal, "indentation, field order, entry order or time format"); err != nil {
+		return nil, nil, err
 	}
-	if out, err := lf.Marshal(); err == nil && len(p.warnings) == 0 && !bytes.Equal(out, data) {
-		p.warn("", "not in canonical form (indentation, field order, entry order or time format); agentgate lock rewrites it")
-	}
-	sortWarnings(p.warnings)
 	return lf, p.warnings, nil
 }
 

@@ -96,15 +96,11 @@ func MarshalSnapshot(s Surface) ([]byte, error) {
 // ParseSnapshot reads a snapshot written by MarshalSnapshot. Unknown fields are reported as
 // warnings; an unknown snapshotVersion is refused.
 func ParseSnapshot(data []byte) (Surface, []Warning, error) {
-	c, err := canon.Transform(data)
+	top, err := topLevel(data, "snapshot", "not a JSON object")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w snapshot: %v", ErrInvalid, positioned(err, data))
+		return nil, nil, err
 	}
 	var warns []Warning
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(c, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%w snapshot: not a JSON object", ErrInvalid)
-	}
 	var v float64
 	if err := json.Unmarshal(top["snapshotVersion"], &v); err != nil || v != SnapshotVersion {
 		return nil, nil, fmt.Errorf("%w snapshot: snapshotVersion %s is not supported; this build understands version %d", ErrInvalid, orMissing(top["snapshotVersion"]), SnapshotVersion)

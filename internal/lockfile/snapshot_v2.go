@@ -100,13 +100,9 @@ func MarshalSnapshotV2(s SnapshotV2) ([]byte, error) {
 // ParseSnapshotV2 reads a snapshot written by MarshalSnapshotV2. Objects are kept in
 // canonical form; unknown fields are warnings; another snapshotVersion is refused.
 func ParseSnapshotV2(data []byte) (SnapshotV2, []Warning, error) {
-	c, err := canon.Transform(data)
+	top, err := topLevel(data, "snapshot", "not a JSON object")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w snapshot: %v", ErrInvalid, positioned(err, data))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(c, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%w snapshot: not a JSON object", ErrInvalid)
+		return nil, nil, err
 	}
 	if string(top["snapshotVersion"]) != "2" {
 		return nil, nil, fmt.Errorf("%w snapshot: snapshotVersion %s is not 2", ErrInvalid, orMissing(top["snapshotVersion"]))

@@ -418,16 +418,8 @@ func (lf *LockfileV2) Marshal() ([]byte, error) {
 				w.entry(k, [][2]string{{"name", it.Key}, {"descriptionHash", it.DescriptionHash}, {"argumentsHash", it.ArgumentsHash}, {"digest", it.Digest}})
 			}
 			w.closeList(len(p.Prompts))
-			w.raw(",\n          \"resources\": [")
-			for k, it := range p.Resources {
-				w.entry(k, [][2]string{{"uri", it.Key}, {"name", it.Name}, {"descriptionHash", it.DescriptionHash}, {"digest", it.Digest}})
-			}
-			w.closeList(len(p.Resources))
-			w.raw(",\n          \"resourceTemplates\": [")
-			for k, it := range p.ResourceTemplates {
-				w.entry(k, [][2]string{{"uriTemplate", it.Key}, {"name", it.Name}, {"descriptionHash", it.DescriptionHash}, {"digest", it.Digest}})
-			}
-			w.closeList(len(p.ResourceTemplates))
+			w.resources("resources", KindResource, p.Resources)
+			w.resources("resourceTemplates", KindResourceTemplate, p.ResourceTemplates)
 			w.raw("\n        }")
 		}
 		if len(s.Profiles) > 0 {
@@ -475,6 +467,16 @@ func (w *writer) entry(i int, fields [][2]string) {
 		w.str(f[1])
 	}
 	w.raw("\n            }")
+}
+
+// resources writes the member of a profile that lists its resources or resource templates
+// (kind), each keyed by its keyMember.
+func (w *writer) resources(member string, kind warrant.Kind, items []ItemV2) {
+	w.raw(",\n          \"" + member + "\": [")
+	for k, it := range items {
+		w.entry(k, [][2]string{{keyMember(kind), it.Key}, {"name", it.Name}, {"descriptionHash", it.DescriptionHash}, {"digest", it.Digest}})
+	}
+	w.closeList(len(items))
 }
 
 func (w *writer) closeList(n int) {
