@@ -66,8 +66,8 @@ fuzz:
 ## reachable; IMAGES=0 for none)
 COMMIT ?= HEAD
 release:
-	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>] [IMAGE_BASE=local|<image>] [IMAGES=0]"; exit 2; }
-	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)') $(if $(IMAGE_BASE),--image-base '$(IMAGE_BASE)') $(if $(filter 0,$(IMAGES)),--images=false)
+	@test -n "$(OUT)" || { echo "usage: make release COMMIT=<commit-ish> OUT=<dir outside the tree> [KEY=<ssh private key>] [IMAGE_BASE=local|<image>] [IMAGES=0] [PLATFORMS=linux/amd64,...] [ONLY=lockerd,...]"; exit 2; }
+	$(GO) run ./scripts/release build --commit '$(COMMIT)' --out '$(OUT)' $(if $(KEY),--key '$(KEY)') $(if $(IMAGE_BASE),--image-base '$(IMAGE_BASE)') $(if $(filter 0,$(IMAGES)),--images=false) $(if $(PLATFORMS),--platforms '$(PLATFORMS)') $(if $(ONLY),--only '$(ONLY)')
 
 ## verify-release: check a release directory and its signature (DIR=... ALLOWED_SIGNERS=file
 ## IDENTITY=name), or everything but the signature (DIR=... UNSIGNED=1)

@@ -31,14 +31,15 @@ type block struct {
 	text string
 }
 
-// runnable returns README.md's "```sh runnable" blocks in order.
-func runnable(t *testing.T, readme string) []block {
+// runnable returns README.md's blocks whose info string is info ("sh runnable", "sh
+// release"), in order.
+func runnable(t *testing.T, readme, info string) []block {
 	t.Helper()
 	var out []block
 	var cur *block
 	for i, l := range strings.Split(readme, "\n") {
 		switch {
-		case cur == nil && strings.TrimSpace(l) == "```sh runnable":
+		case cur == nil && strings.TrimSpace(l) == "```"+info:
 			cur = &block{line: i + 1}
 		case cur != nil && strings.TrimSpace(l) == "```":
 			out = append(out, *cur)
@@ -99,7 +100,7 @@ func TestREADMEExamplesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := runnable(t, string(data))
+	blocks := runnable(t, string(data), "sh runnable")
 	if len(blocks) < 4 {
 		t.Fatalf("README.md has %d runnable blocks; the set-up, lockermcp, agentgate and Padlock examples should be marked ```sh runnable", len(blocks))
 	}
@@ -158,6 +159,70 @@ func TestREADMEExamplesRun(t *testing.T) {
 		}
 		t.Logf("README.md:%d: ok\n%s", b.line, strings.TrimSpace(out.String()))
 	}
+}
+
+// TestREADMEReleaseRuns runs README.md's "```sh release" blocks as written, in order, in a
+// fresh clone of this repository with a fresh HOME: make the release key and allowed_signers,
+// tag, make release, make verify-release (issue 20: the tag did not exist and the
+// allowed_signers format was not said). The environment narrows the release to lockerd for
+// linux/amd64 (PLATFORMS, ONLY: a whole one takes minutes) and builds the image on the local
+// base (IMAGE_BASE=local: no registry is reachable here); README.md says so. The output
+// directory is a temporary one in place of /tmp/agentgate-v0.1.0.
+func TestREADMEReleaseRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a release")
+	}
+	root := testenv.RepoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := runnable(t, string(data), "sh release")
+	if len(blocks) != 2 {
+		t.Fatalf("README.md has %d ```sh release blocks, want 2 (the key once, then each release)", len(blocks))
+	}
+	bash, git := testenv.LookPath(t, "bash"), testenv.LookPath(t, "git")
+	testenv.LookPath(t, "make")
+	testenv.LookPath(t, "ssh-keygen")
+	images := "IMAGES=0"
+	if _, err := exec.LookPath("podman"); err == nil {
+		images = "IMAGES=1"
+	} else {
+		testenv.Missing(t, testenv.External, "podman is not on PATH: the release's image is left out")
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		testenv.Missing(t, testenv.External, "not a git checkout: "+root)
+	}
+	clone, home, out := filepath.Join(t.TempDir(), "agentgate"), t.TempDir(), filepath.Join(t.TempDir(), "agentgate-v0.1.0")
+	if msg, err := exec.Command(git, "clone", "-q", root, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, msg)
+	}
+	env := append(os.Environ(), "HOME="+home, "PLATFORMS=linux/amd64", "ONLY=lockerd", "IMAGE_BASE=local", images,
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_COMMITTER_NAME=readme", "GIT_COMMITTER_EMAIL=readme@example.com")
+	for _, b := range blocks {
+		if !strings.Contains(b.text, "/tmp/agentgate-v0.1.0") && strings.Contains(b.text, "make release") {
+			t.Fatalf("README.md:%d: the release block no longer writes /tmp/agentgate-v0.1.0; update this test", b.line)
+		}
+		script := strings.ReplaceAll(b.text, "/tmp/agentgate-v0.1.0", out)
+		ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+		cmd := exec.CommandContext(ctx, bash, "-euo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env, cmd.WaitDelay = clone, env, 5*time.Second
+		msg, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("README.md:%d: the block failed: %v\n%s\n%s", b.line, err, b.text, msg)
+		}
+		t.Logf("README.md:%d: ok\n%s", b.line, lastLines(string(msg), 3))
+	}
+	if _, err := os.Stat(filepath.Join(out, "SHA256SUMS.sig")); err != nil {
+		t.Errorf("the release is not signed: %v", err)
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // TestMakeRunNamesTheOtherParts: `make run` serves lockerd only, so before it starts it says
