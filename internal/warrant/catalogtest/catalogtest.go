@@ -97,18 +97,9 @@ func testInvalidWhole(t *testing.T, c warrant.Catalog) {
 // approval and who made it as they are (warrant.ApprovalState.Decide).
 func testRejectLeavesApprover(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
-	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
-	_, d1 := Def("t", "one")
-	_, d2 := Def("t", "two")
-	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d1, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d2, Kind: warrant.DecisionRejected, Actor: "carol", At: t0.Add(time.Hour), Expect: d1}, warrant.AuditAppend{}); err != nil {
-		t.Fatal(err)
-	}
+	d1, d2 := twoVersions(t, c)
+	mustDecide(t, c, warrant.Decision{Server: "s", Tool: "t", Digest: d1, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
+	mustDecide(t, c, warrant.Decision{Server: "s", Tool: "t", Digest: d2, Kind: warrant.DecisionRejected, Actor: "carol", At: t0.Add(time.Hour), Expect: d1})
 	aps, err := c.Approvals(ctx)
 	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" || !aps[0].At.Equal(t0) {
 		t.Errorf("approvals after rejecting another digest = %+v, %v; want %s by bob at %s", aps, err, d1.Short(), t0)
@@ -201,6 +192,27 @@ func mustRecord(t *testing.T, c warrant.Catalog, r warrant.CrawlRecord) {
 	t.Helper()
 	if err := c.RecordCrawl(t.Context(), r, warrant.AuditAppend{}); err != nil {
 		t.Fatalf("RecordCrawl(%s #%d): %v", r.Crawl.Server, r.Crawl.Seq, err)
+	}
+}
+
+// twoVersions adds server s and records two crawls in which its tool t is described "one",
+// then "two"; it returns the two versions' digests.
+func twoVersions(t *testing.T, c warrant.Catalog) (d1, d2 warrant.Digest) {
+	t.Helper()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
+	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
+	_, d1 = Def("t", "one")
+	_, d2 = Def("t", "two")
+	return d1, d2
+}
+
+// mustDecide records d, with no audit records.
+func mustDecide(t *testing.T, c warrant.Catalog, d warrant.Decision) {
+	t.Helper()
+	if err := c.Decide(t.Context(), d, warrant.AuditAppend{}); err != nil {
+		t.Fatalf("Decide(%s/%s %s %s): %v", d.Server, d.Tool, d.Kind, d.Digest.Short(), err)
 	}
 }
 
@@ -373,9 +385,7 @@ func testToolRecords(t *testing.T, c warrant.Catalog) {
 	_, dB := Def("b", "B")
 	approve := func(tool string, d, expect warrant.Digest) {
 		t.Helper()
-		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect})
 	}
 	approve("a", dA, "")
 	approve("b", dB, "")
@@ -425,9 +435,7 @@ func testServerTools(t *testing.T, c warrant.Catalog) {
 	mustRecord(t, c, crawl("b", 1, known, "w", "W", "x", "X2"))
 	_, dX := Def("x", "X")
 	for _, srv := range []string{"a", "ab"} {
-		if err := c.Decide(ctx, warrant.Decision{Server: srv, Tool: "x", Digest: dX, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: srv, Tool: "x", Digest: dX, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
 	}
 	mustRecord(t, c, crawl("a", 2, known, "x", "X1", "y", "Y"))
 	mustRecord(t, c, gateway("a", 3, "g", "G", "y", "Y2"))
@@ -462,42 +470,33 @@ func testServerTools(t *testing.T, c warrant.Catalog) {
 
 func testDecide(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
-	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
-	_, d1 := Def("t", "one")
-	_, d2 := Def("t", "two")
+	d1, d2 := twoVersions(t, c)
 	dec := func(kind warrant.DecisionKind, d, expect warrant.Digest) error {
 		return c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d, Kind: kind, Actor: "bob", At: t0, Expect: expect, Note: "n"}, warrant.AuditAppend{})
 	}
+	mustDec := func(kind warrant.DecisionKind, d, expect warrant.Digest) {
+		t.Helper()
+		if err := dec(kind, d, expect); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wantErr(t, "approve an unknown version", dec(warrant.DecisionApproved, warrant.DigestOf([]byte("{}")), ""), warrant.ErrNotFound)
 	wantErr(t, "approve with a stale expectation", dec(warrant.DecisionApproved, d1, d2), warrant.ErrConflict)
-	if err := dec(warrant.DecisionApproved, d1, ""); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionApproved, d1, "")
 	wantErr(t, "approve again expecting none", dec(warrant.DecisionApproved, d2, ""), warrant.ErrConflict)
-	if err := dec(warrant.DecisionApproved, d2, d1); err != nil {
-		t.Fatal(err)
-	}
-	if err := dec(warrant.DecisionRolledBack, d1, d2); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionApproved, d2, d1)
+	mustDec(warrant.DecisionRolledBack, d1, d2)
 	aps, err := c.Approvals(ctx)
 	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" {
 		t.Errorf("approvals after rollback = %+v, %v", aps, err)
 	}
 	// Rejecting a digest that is not approved leaves the approval alone; rejecting the
 	// approved one clears it.
-	if err := dec(warrant.DecisionRejected, d2, d1); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionRejected, d2, d1)
 	if aps, _ := c.Approvals(ctx); len(aps) != 1 || aps[0].Digest != d1 {
 		t.Errorf("rejecting another digest changed the approval: %+v", aps)
 	}
-	if err := dec(warrant.DecisionRejected, d1, d1); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionRejected, d1, d1)
 	if aps, _ := c.Approvals(ctx); len(aps) != 0 {
 		t.Errorf("approvals after rejecting the approved digest = %+v, want none", aps)
 	}
@@ -670,9 +669,7 @@ func testGatewayObservations(t *testing.T, c warrant.Catalog) {
 	_, dB := Def("b", "B")
 	_, dG := Def("gone", "G")
 	for tool, d := range map[string]warrant.Digest{"a": dA, "b": dB} {
-		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
 	}
 	// The gateway saw a reworded a, a tool never crawled and one it could not digest.
 	mustRecord(t, c, gateway("s", 2, "a", "A2", "new", "N", "odd", ""))
