@@ -805,27 +805,41 @@ func (chainer) Chain(_ context.Context, head warrant.AuditHead, events []warrant
 	return out, nil
 }
 
+// newService returns a service over c acting as identity at t0, its audit chained by
+// chainer, with server s added.
+func newService(t *testing.T, c warrant.Catalog, identity string) *warrant.Service {
+	t.Helper()
+	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: identity, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddServer(t.Context(), server("s")); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// listing builds srv's listing of tools (name, description pairs); an empty description
+// gives a definition that is not valid UTF-8, which the service refuses.
+func listing(srv string, tools ...string) warrant.Listing {
+	l := warrant.Listing{Server: srv}
+	for i := 0; i+1 < len(tools); i += 2 {
+		b, _ := Def(tools[i], tools[i+1])
+		if tools[i+1] == "" {
+			b = []byte("{\"name\":\"" + tools[i] + "\",\"description\":\"\xff\"}")
+		}
+		l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
+	}
+	return l
+}
+
 // testServiceObserveGateway: the service's ObserveGateway over the driver — the
 // gateway's drift and new tool in List without a crawl, with one audit record; a retry
 // writes nothing; the next crawl's removed tools are those of the previous crawl.
 func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "gw", Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.AddServer(ctx, server("s")); err != nil {
-		t.Fatal(err)
-	}
-	listing := func(tools ...string) warrant.Listing {
-		l := warrant.Listing{Server: "s"}
-		for i := 0; i+1 < len(tools); i += 2 {
-			b, _ := Def(tools[i], tools[i+1])
-			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
-		}
-		return l
-	}
-	if _, err := svc.Ingest(ctx, listing("a", "A", "old", "O")); err != nil {
+	svc := newService(t, c, "gw")
+	if _, err := svc.Ingest(ctx, listing("s", "a", "A", "old", "O")); err != nil {
 		t.Fatal(err)
 	}
 	_, dA := Def("a", "A")
@@ -858,7 +872,7 @@ func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 	if fmt.Sprint(states) != "map[a:DRIFT gateway 1 new:PENDING gateway 0 old:PENDING crawl 1]" {
 		t.Errorf("list after the gateway's observations: %v", states)
 	}
-	res, err := svc.Ingest(ctx, listing("a", "A2", "new", "N"))
+	res, err := svc.Ingest(ctx, listing("s", "a", "A2", "new", "N"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -876,21 +890,10 @@ func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 // no-op, rollback only to an earlier approved digest other than the current one.
 func testServiceCheckDecision(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "crawler", Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.AddServer(ctx, server("s")); err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, c, "crawler")
 	ingest := func(tools ...string) {
 		t.Helper()
-		l := warrant.Listing{Server: "s"}
-		for i := 0; i+1 < len(tools); i += 2 {
-			b, _ := Def(tools[i], tools[i+1])
-			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
-		}
-		if _, err := svc.Ingest(ctx, l); err != nil {
+		if _, err := svc.Ingest(ctx, listing("s", tools...)); err != nil {
 			t.Fatal(err)
 		}
 	}
