@@ -163,11 +163,21 @@ func typeWords(set map[string]bool) string {
 	return strings.Join(ts, "|")
 }
 
+// malformed reports that keyword's value changed and is not of its form on one side or
+// both; what, when set, says what it is not ("not a schema").
+func (g *grader) malformed(ptr, keyword string, o, n any, what string) {
+	msg := fmt.Sprintf("keyword %q %s", keyword, verb(o, n))
+	if what != "" {
+		msg += " (" + what + ")"
+	}
+	g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, msg)
+}
+
 func (g *grader) typeChange(ptr string, o, n any) {
 	os, ok1 := typeSet(o)
 	ns, ok2 := typeSet(n)
 	if !ok1 || !ok2 {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, "keyword \"type\" "+verb(o, n)+" (not a type name or list of them)")
+		g.malformed(ptr, "type", o, n, "not a type name or list of them")
 		return
 	}
 	widened, narrowed := false, false
@@ -222,7 +232,7 @@ func (g *grader) required(ptr string, o, n any) {
 	ol, ok1 := stringList(o)
 	nl, ok2 := stringList(n)
 	if !ok1 || !ok2 {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, "keyword \"required\" "+verb(o, n)+" (not a list of names)")
+		g.malformed(ptr, "required", o, n, "not a list of names")
 		return
 	}
 	found := false
@@ -256,7 +266,7 @@ func (g *grader) additional(ptr, keyword string, o, n any) {
 	_, oBool := o.(bool)
 	_, nBool := n.(bool)
 	if !(oObj || oBool || isAbsent(o)) || !(nObj || nBool || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s (not a schema)", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "not a schema")
 		return
 	}
 	ro, rn := schemaRank(o), schemaRank(n)
@@ -285,7 +295,7 @@ func (g *grader) schemaMap(ptr, keyword string, o, n any) {
 	om, oObj := o.(map[string]any)
 	nm, nObj := n.(map[string]any)
 	if !(oObj || isAbsent(o)) || !(nObj || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s (not an object)", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "not an object")
 		return
 	}
 	what := "entry"
@@ -321,7 +331,7 @@ func (g *grader) schemaList(ptr, keyword string, o, n any) {
 	ol, oList := o.([]any)
 	nl, nList := n.([]any)
 	if !(oList || isAbsent(o)) || !(nList || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "")
 		return
 	}
 	// A branch added to anyOf/oneOf accepts more; a branch added to allOf or prefixItems
