@@ -173,11 +173,21 @@ func (g *grader) malformed(ptr, keyword string, o, n any, what string) {
 	g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, msg)
 }
 
-func (g *grader) typeChange(ptr string, o, n any) {
-	os, ok1 := typeSet(o)
-	ns, ok2 := typeSet(n)
+// parseBoth reads keyword's old and new values with parse; false, the keyword reported as
+// malformed (what it is not), when either is not of its form.
+func parseBoth[T any](g *grader, ptr, keyword string, o, n any, parse func(any) (T, bool), what string) (T, T, bool) {
+	ov, ok1 := parse(o)
+	nv, ok2 := parse(n)
 	if !ok1 || !ok2 {
-		g.malformed(ptr, "type", o, n, "not a type name or list of them")
+		g.malformed(ptr, keyword, o, n, what)
+		return ov, nv, false
+	}
+	return ov, nv, true
+}
+
+func (g *grader) typeChange(ptr string, o, n any) {
+	os, ns, ok := parseBoth(g, ptr, "type", o, n, typeSet, "not a type name or list of them")
+	if !ok {
 		return
 	}
 	widened, narrowed := false, false
@@ -229,10 +239,8 @@ func stringList(v any) ([]string, bool) {
 }
 
 func (g *grader) required(ptr string, o, n any) {
-	ol, ok1 := stringList(o)
-	nl, ok2 := stringList(n)
-	if !ok1 || !ok2 {
-		g.malformed(ptr, "required", o, n, "not a list of names")
+	ol, nl, ok := parseBoth(g, ptr, "required", o, n, stringList, "not a list of names")
+	if !ok {
 		return
 	}
 	found := false
