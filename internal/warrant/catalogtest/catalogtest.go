@@ -297,27 +297,11 @@ func testRecordCrawlCAS(t *testing.T, c warrant.Catalog) {
 func testRecordCrawlRace(t *testing.T, c warrant.Catalog) {
 	mustAdd(t, c, server("s"))
 	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.RecordCrawl(t.Context(), crawl("s", 1, nil, "t", fmt.Sprintf("racer %d", i)), warrant.AuditAppend{})
-		}()
-	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
-			t.Errorf("loser: %v, want ErrConflict", err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d of %d racing crawl-1 writes won, want exactly 1", won, n)
+	won := race(t, n, func(i int) error {
+		return c.RecordCrawl(t.Context(), crawl("s", 1, nil, "t", fmt.Sprintf("racer %d", i)), warrant.AuditAppend{})
+	})
+	if len(won) != 1 {
+		t.Errorf("%d of %d racing crawl-1 writes won, want exactly 1", len(won), n)
 	}
 	if vs, _ := c.Versions(t.Context(), "s", "t"); len(vs) != 1 {
 		t.Errorf("%d versions after the race, want the winner's only", len(vs))
@@ -608,29 +592,39 @@ func testAuditAtomic(t *testing.T, c warrant.Catalog) {
 
 func testAuditRace(t *testing.T, c warrant.Catalog) {
 	head, _ := c.AuditHead(t.Context())
-	const n = 8
+	won := race(t, 8, func(i int) error {
+		return c.AppendAudit(t.Context(), warrant.AuditAppend{Prev: head, Records: Records(head, 1, fmt.Sprintf("racer-%d", i))})
+	})
+	recs, _ := c.AuditRecords(t.Context(), 0, 100)
+	if len(won) != 1 || len(recs) != 1 {
+		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", len(won), len(recs))
+	}
+}
+
+// race runs write(0) … write(n-1) at once and returns the writers that succeeded; every
+// other must fail with ErrConflict (or ErrUnavailable, a driver's busy answer).
+func race(t *testing.T, n int, write func(i int) error) []int {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.AppendAudit(t.Context(), warrant.AuditAppend{Prev: head, Records: Records(head, 1, fmt.Sprintf("racer-%d", i))})
+			errs[i] = write(i)
 		}()
 	}
 	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		if err == nil {
-			won++
-		} else if !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable) {
-			t.Errorf("loser: %v", err)
+	var won []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, i)
+		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
+			t.Errorf("racing writer %d: %v, want ErrConflict", i, err)
 		}
 	}
-	recs, _ := c.AuditRecords(t.Context(), 0, 100)
-	if won != 1 || len(recs) != 1 {
-		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", won, len(recs))
-	}
+	return won
 }
 
 // gateway builds record seq of srv with Source gateway, observing tools (name →
@@ -754,35 +748,20 @@ func testGatewayObservations(t *testing.T, c warrant.Catalog) {
 func testGatewayRace(t *testing.T, c warrant.Catalog) {
 	mustAdd(t, c, server("s"))
 	mustRecord(t, c, crawl("s", 1, nil, "a", "A"))
-	const n = 6
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := crawl("s", 2, nil, "a", fmt.Sprintf("crawler %d", i))
-			if i%2 == 1 {
-				r = gateway("s", 2, "a", fmt.Sprintf("gateway %d", i))
-			}
-			errs[i] = c.RecordCrawl(t.Context(), r, warrant.AuditAppend{})
-		}()
-	}
-	wg.Wait()
-	won := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && won >= 0:
-			t.Errorf("writers %d and %d both recorded number 2", won, i)
-		case err == nil:
-			won = i
-		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
-			t.Errorf("loser %d: %v, want ErrConflict", i, err)
+	wins := race(t, 6, func(i int) error {
+		r := crawl("s", 2, nil, "a", fmt.Sprintf("crawler %d", i))
+		if i%2 == 1 {
+			r = gateway("s", 2, "a", fmt.Sprintf("gateway %d", i))
 		}
-	}
-	if won < 0 {
+		return c.RecordCrawl(t.Context(), r, warrant.AuditAppend{})
+	})
+	if len(wins) == 0 {
 		t.Fatal("no racing write won")
 	}
+	if len(wins) > 1 {
+		t.Errorf("writers %v all recorded number 2", wins)
+	}
+	won := wins[0]
 	cr, err := c.Crawl(t.Context(), "s", 2)
 	if err != nil || (cr.Source == warrant.SourceGateway) != (won%2 == 1) {
 		t.Errorf("record 2 = %+v, %v; want the winner's (%d)", cr, err, won)
