@@ -208,6 +208,19 @@ func twoVersions(t *testing.T, c warrant.Catalog) (d1, d2 warrant.Digest) {
 	return d1, d2
 }
 
+// threeTools adds server s and records its crawl 1 listing tools a, b and gone (described
+// "A", "B", "G"); it returns the versions known and the three digests.
+func threeTools(t *testing.T, c warrant.Catalog) (known map[warrant.VersionKey]bool, dA, dB, dG warrant.Digest) {
+	t.Helper()
+	mustAdd(t, c, server("s"))
+	known = map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
+	_, dA = Def("a", "A")
+	_, dB = Def("b", "B")
+	_, dG = Def("gone", "G")
+	return known, dA, dB, dG
+}
+
 // mustDecide records d, with no audit records.
 func mustDecide(t *testing.T, c warrant.Catalog, d warrant.Decision) {
 	t.Helper()
@@ -362,11 +375,7 @@ func testInvalid(t *testing.T, c warrant.Catalog) {
 
 func testToolRecords(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
-	_, dA := Def("a", "A")
-	_, dB := Def("b", "B")
+	known, dA, dB, _ := threeTools(t, c)
 	approve := func(tool string, d, expect warrant.Digest) {
 		t.Helper()
 		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect})
@@ -656,12 +665,7 @@ func toolRecords(t *testing.T, c warrant.Catalog) map[string]warrant.ToolRecord 
 // after that crawl lists it again.
 func testGatewayObservations(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
-	_, dA := Def("a", "A")
-	_, dB := Def("b", "B")
-	_, dG := Def("gone", "G")
+	known, dA, dB, dG := threeTools(t, c)
 	for tool, d := range map[string]warrant.Digest{"a": dA, "b": dB} {
 		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
 	}
