@@ -335,7 +335,9 @@ func (g *guard) dynamoRequests(ctx context.Context, op string, body []byte) ([]R
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("%s request: %w", op, err)
 	}
-	tableARN := func(t string) string { return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", region(), Account, t) }
+	tableARN := func(t string) string {
+		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", CurrentRegion(), Account, t)
+	}
 	one := func(action, table string, keys ...map[string]attr) (Request, error) {
 		q := Request{Action: "dynamodb:" + action, Resource: tableARN(table), Context: map[string][]string{}}
 		if len(keys) > 0 {
@@ -436,7 +438,7 @@ func (g *guard) dynamoRequests(ctx context.Context, op string, body []byte) ([]R
 		}
 		return out, nil
 	case "ListTables":
-		return []Request{{Action: "dynamodb:ListTables", Resource: fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/*", region(), Account)}}, nil
+		return []Request{{Action: "dynamodb:ListTables", Resource: fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/*", CurrentRegion(), Account)}}, nil
 	}
 	if in.TableName == "" {
 		return nil, fmt.Errorf("%s: no TableName; awstest does not model this operation", op)
@@ -496,7 +498,7 @@ func (g *guard) hashKey(ctx context.Context, table string) (string, error) {
 	idMu.Lock()
 	creds := adminCreds
 	idMu.Unlock()
-	c := dynamodb.New(dynamodb.Options{Region: region(), BaseEndpoint: aws.String(g.motoURL), Credentials: aws.CredentialsProviderFunc(
+	c := dynamodb.New(dynamodb.Options{Region: CurrentRegion(), BaseEndpoint: aws.String(g.motoURL), Credentials: aws.CredentialsProviderFunc(
 		func(context.Context) (aws.Credentials, error) { return creds, nil })})
 	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {

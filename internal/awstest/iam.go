@@ -60,7 +60,7 @@ func lookup(akid string) *identity {
 func enableIAM(endpoint string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region()),
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(CurrentRegion()),
 		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("bootstrap", "bootstrap", "")))
 	if err != nil {
 		return err

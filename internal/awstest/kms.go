@@ -103,9 +103,9 @@ func KMSAuthorize(r *http.Request, body []byte) *KMSError {
 	case strings.HasPrefix(in.KeyID, "arn:"):
 		resource = in.KeyID
 	case in.KeyID != "" && !strings.HasPrefix(in.KeyID, "alias/"):
-		resource = fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", region(), Account, in.KeyID)
+		resource = fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", CurrentRegion(), Account, in.KeyID)
 	case in.KeyID != "":
-		resource = fmt.Sprintf("arn:aws:kms:%s:%s:%s", region(), Account, in.KeyID)
+		resource = fmt.Sprintf("arn:aws:kms:%s:%s:%s", CurrentRegion(), Account, in.KeyID)
 	}
 	q := Request{Principal: id.arn, Action: "kms:" + op, Resource: resource, Context: map[string][]string{"kms:CallerAccount": {Account}}}
 	iamDec, err := Evaluate(id.statements, q)

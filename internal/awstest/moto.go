@@ -29,13 +29,20 @@ const Region = "us-east-1"
 // motoStartTimeout bounds how long the harness waits for moto_server to answer.
 const motoStartTimeout = 30 * time.Second
 
-var (
-	mu       sync.Mutex
-	inMain   bool
-	started  *moto // the moto_server this binary started, if any
-	startErr error // why starting it failed, reported to every test that asks
-	tried    bool
-)
+// local is the moto_server this binary starts on first use.
+var local = &Local{Pkg: "awstest", What: "the moto_server",
+	Start: func() (string, func(), error) {
+		m, err := startMoto()
+		if err != nil {
+			return "", nil, err
+		}
+		return m.url, m.stop, nil
+	},
+	Failed: func(t testing.TB, err error) {
+		t.Helper()
+		testenv.Missing(t, testenv.AWS, "no AWS endpoint: AWS_ENDPOINT_URL is unset and "+err.Error())
+	},
+}
 
 // moto is a moto_server child process and the serializing proxy in front of it.
 type moto struct {
@@ -46,41 +53,14 @@ type moto struct {
 
 // Main runs the tests and then stops the moto_server this binary started, by PID. Call it
 // from TestMain and pass its result to os.Exit.
-func Main(m *testing.M) int {
-	mu.Lock()
-	inMain = true
-	mu.Unlock()
-	code := m.Run()
-	mu.Lock()
-	defer mu.Unlock()
-	if started != nil {
-		started.stop()
-		started = nil
-	}
-	return code
-}
+func Main(m *testing.M) int { return local.Run(m, (*testing.M).Run) }
 
 // Endpoint returns the DynamoDB-compatible endpoint URL: AWS_ENDPOINT_URL when set, else the
 // URL of a moto_server started for this test binary. It skips or fails the test (see
 // testenv.Missing) when no endpoint can be had.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if u := os.Getenv("AWS_ENDPOINT_URL"); u != "" {
-		return u
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !inMain {
-		t.Fatal("awstest: call awstest.Main from TestMain so the moto_server it starts is stopped")
-	}
-	if !tried {
-		tried = true
-		started, startErr = startMoto()
-	}
-	if startErr != nil {
-		testenv.Missing(t, testenv.AWS, "no AWS endpoint: AWS_ENDPOINT_URL is unset and "+startErr.Error())
-	}
-	return started.url
+	return local.Endpoint(t)
 }
 
 // External reports whether the endpoint came from AWS_ENDPOINT_URL rather than a moto_server
@@ -92,7 +72,7 @@ func External() bool { return os.Getenv("AWS_ENDPOINT_URL") != "" }
 func Env(t testing.TB) []string {
 	t.Helper()
 	ep := Endpoint(t)
-	env := []string{"AWS_ENDPOINT_URL=" + ep, "AWS_REGION=" + region(), "AWS_EC2_METADATA_DISABLED=true"}
+	env := []string{"AWS_ENDPOINT_URL=" + ep, "AWS_REGION=" + CurrentRegion(), "AWS_EC2_METADATA_DISABLED=true"}
 	if External() && os.Getenv("AWS_ACCESS_KEY_ID") != "" {
 		env = append(env, "AWS_ACCESS_KEY_ID="+os.Getenv("AWS_ACCESS_KEY_ID"), "AWS_SECRET_ACCESS_KEY="+os.Getenv("AWS_SECRET_ACCESS_KEY"))
 		if tok := os.Getenv("AWS_SESSION_TOKEN"); tok != "" {
@@ -105,13 +85,6 @@ func Env(t testing.TB) []string {
 	return env
 }
 
-func region() string {
-	if r := os.Getenv("AWS_REGION"); r != "" {
-		return r
-	}
-	return Region
-}
-
 // Config returns an aws.Config for Endpoint. With AWS_ENDPOINT_URL it loads the default
 // chain (static test credentials when none are set, as LocalStack accepts any); for moto it
 // signs as the harness's administrator (iam.go): what deploys the resources. A function
@@ -120,7 +93,7 @@ func region() string {
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	ep := Endpoint(t)
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region())}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(CurrentRegion())}
 	switch {
 	case !External():
 		c := admin()

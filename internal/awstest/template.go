@@ -123,7 +123,7 @@ func (r resolver) unresolved(id string) string { return "arn:aws:unresolved:::" 
 func (r resolver) ref(id string) (any, error) {
 	switch id {
 	case "AWS::Region":
-		return region(), nil
+		return CurrentRegion(), nil
 	case "AWS::AccountId":
 		return Account, nil
 	case "AWS::Partition":
@@ -185,13 +185,13 @@ func (r resolver) getAtt(id, attr string) (string, error) {
 	typ, _ := rs["Type"].(string)
 	switch typ + "." + attr {
 	case "AWS::DynamoDB::Table.Arn":
-		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", region(), Account, phys), nil
+		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", CurrentRegion(), Account, phys), nil
 	case "AWS::S3::Bucket.Arn":
 		return "arn:aws:s3:::" + phys, nil
 	case "AWS::IAM::Role.Arn", "AWS::KMS::Key.Arn", "AWS::SNS::Topic.TopicArn":
 		return phys, nil
 	case "AWS::SQS::Queue.Arn":
-		return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region(), Account, phys[strings.LastIndexByte(phys, '/')+1:]), nil
+		return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", CurrentRegion(), Account, phys[strings.LastIndexByte(phys, '/')+1:]), nil
 	case "AWS::SQS::Queue.QueueName":
 		return phys[strings.LastIndexByte(phys, '/')+1:], nil
 	}

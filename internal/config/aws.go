@@ -2,10 +2,8 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 )
 
 // AWS is the configuration of the pads Lambda beyond Locker: which table holds the pads and
@@ -34,13 +32,7 @@ var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 func LoadAWS(getenv func(string) string) (AWS, error) {
 	c := AWS{MaxAttempts: 3}
 	var errs []error
-	c.PadsTable = strings.TrimSpace(getenv("PADS_TABLE"))
-	switch {
-	case c.PadsTable == "":
-		errs = append(errs, errors.New("PADS_TABLE is not set: name the DynamoDB pads table (template.yaml sets it)"))
-	case !tableName.MatchString(c.PadsTable):
-		errs = append(errs, fmt.Errorf("PADS_TABLE=%q is not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", c.PadsTable))
-	}
+	c.PadsTable = tableVar(getenv, "PADS_TABLE", "pads", " (3-255 of a-z A-Z 0-9 _ . -)", &errs)
 	intVar(getenv, "PADS_DYNAMODB_MAX_ATTEMPTS", &c.MaxAttempts, 1, 10, &errs)
 	return c, errors.Join(errs...)
 }

@@ -139,6 +139,32 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 	return c, errors.Join(errs...)
 }
 
+// boolVar sets *dst from the variable name when it is 1 or true (0, false and unset leave
+// it false) and reports any other value.
+func boolVar(getenv func(string) string, name string, dst *bool, errs *[]error) {
+	switch v := strings.TrimSpace(getenv(name)); v {
+	case "", "0", "false":
+	case "1", "true":
+		*dst = true
+	default:
+		*errs = append(*errs, fmt.Errorf("%s=%q must be 1 or 0", name, v))
+	}
+}
+
+// tableVar returns the required DynamoDB table name in the variable name (the table of
+// what), reporting it unset or malformed; rule, when set, is appended to the malformed
+// message.
+func tableVar(getenv func(string) string, name, what, rule string, errs *[]error) string {
+	v := strings.TrimSpace(getenv(name))
+	switch {
+	case v == "":
+		*errs = append(*errs, fmt.Errorf("%s is not set: name the DynamoDB %s table (template.yaml sets it)", name, what))
+	case !tableName.MatchString(v):
+		*errs = append(*errs, fmt.Errorf("%s=%q is not a DynamoDB table name%s", name, v, rule))
+	}
+	return v
+}
+
 func intVar(getenv func(string) string, name string, dst *int, lo, hi int, errs *[]error) {
 	v := strings.TrimSpace(getenv(name))
 	if v == "" {

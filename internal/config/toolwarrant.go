@@ -110,13 +110,7 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 		}
 	}
 	c.CatalogBlobBucket = catalogBlobBucket(getenv, &errs)
-	switch v := strings.TrimSpace(getenv("TOOLWARRANT_S3_PATH_STYLE")); v {
-	case "", "0", "false":
-	case "1", "true":
-		c.S3PathStyle = true
-	default:
-		errs = append(errs, fmt.Errorf("TOOLWARRANT_S3_PATH_STYLE=%q must be 1 or 0", v))
-	}
+	boolVar(getenv, "TOOLWARRANT_S3_PATH_STYLE", &c.S3PathStyle, &errs)
 	return c, errors.Join(errs...)
 }
 

@@ -81,13 +81,7 @@ type WarrantAWSNeeds struct{ Bucket, CrawlRole bool }
 func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAWS, error) {
 	c := WarrantAWS{MaxAttempts: 3, DeadlineMargin: 10 * time.Second}
 	var errs []error
-	c.CatalogTable = strings.TrimSpace(getenv("CATALOG_TABLE"))
-	switch {
-	case c.CatalogTable == "":
-		errs = append(errs, errors.New("CATALOG_TABLE is not set: name the DynamoDB catalog table (template.yaml sets it)"))
-	case !tableName.MatchString(c.CatalogTable):
-		errs = append(errs, fmt.Errorf("CATALOG_TABLE=%q is not a DynamoDB table name", c.CatalogTable))
-	}
+	c.CatalogTable = tableVar(getenv, "CATALOG_TABLE", "catalog", "", &errs)
 	if c.LogKey = strings.TrimSpace(getenv("AUDIT_KMS_KEY")); c.LogKey == "" {
 		errs = append(errs, errors.New("AUDIT_KMS_KEY is not set: name the KMS key that signs the audit log (template.yaml sets it)"))
 	}
@@ -100,13 +94,7 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	if c.CheckpointKey != "" && (c.CheckpointOrigin == "" || strings.ContainsAny(c.CheckpointOrigin, " \t+")) {
 		errs = append(errs, fmt.Errorf("CHECKPOINT_ORIGIN %q: with CHECKPOINT_KMS_KEY, name the log (a schema-less URL without spaces or '+'; template.yaml sets it)", c.CheckpointOrigin))
 	}
-	switch v := strings.TrimSpace(getenv("CHECKPOINT_S3_PATH_STYLE")); v {
-	case "", "0", "false":
-	case "1", "true":
-		c.S3PathStyle = true
-	default:
-		errs = append(errs, fmt.Errorf("CHECKPOINT_S3_PATH_STYLE=%q must be 1 or 0", v))
-	}
+	boolVar(getenv, "CHECKPOINT_S3_PATH_STYLE", &c.S3PathStyle, &errs)
 	c.CrawlRole = strings.TrimSpace(getenv("CRAWL_ROLE_ARN"))
 	if need.CrawlRole && !strings.HasPrefix(c.CrawlRole, "arn:") {
 		errs = append(errs, fmt.Errorf("CRAWL_ROLE_ARN=%q must be the crawl function's role ARN (template.yaml sets it)", c.CrawlRole))

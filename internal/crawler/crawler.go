@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/setting"
 
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
@@ -60,27 +63,13 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Concurrency <= 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxResponseBytes <= 0 {
-		c.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if c.MaxTools <= 0 {
-		c.MaxTools = DefaultMaxTools
-	}
-	if c.ClientName == "" {
-		c.ClientName = "toolwarrant"
-	}
-	if c.ClientVersion == "" {
-		c.ClientVersion = "dev"
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Concurrency = setting.Positive(c.Concurrency, DefaultConcurrency)
+	c.Timeout = setting.Positive(c.Timeout, DefaultTimeout)
+	c.MaxResponseBytes = setting.Positive(c.MaxResponseBytes, DefaultMaxResponseBytes)
+	c.MaxTools = setting.Positive(c.MaxTools, DefaultMaxTools)
+	c.ClientName = cmp.Or(c.ClientName, "toolwarrant")
+	c.ClientVersion = cmp.Or(c.ClientVersion, "dev")
+	c.Logger = setting.Logger(c.Logger)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

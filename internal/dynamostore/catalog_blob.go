@@ -220,25 +220,22 @@ func attrSize(v types.AttributeValue) int {
 		}
 		return n
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range x.Value {
-			n += len(e)
-		}
-		return n
+		return setSize(x.Value, 0)
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, e := range x.Value {
-			n += len(e) + 1
-		}
-		return n
+		return setSize(x.Value, 1)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, e := range x.Value {
-			n += len(e)
-		}
-		return n
+		return setSize(x.Value, 0)
 	}
 	return 0
+}
+
+// setSize is the size of a set whose members count their length plus extra each.
+func setSize[E ~string | ~[]byte](set []E, extra int) int {
+	n := 0
+	for _, e := range set {
+		n += len(e) + extra
+	}
+	return n
 }
 
 // itemSize is an item's size by DynamoDB's rules: attribute names plus values.

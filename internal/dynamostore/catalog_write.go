@@ -40,6 +40,19 @@ func (c *Catalog) writeID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// beginWrite starts write op: its id, and the items that append a's audit records under it.
+func (c *Catalog) beginWrite(op string, a warrant.AuditAppend) (string, []txItem, error) {
+	wid, err := c.writeID()
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", op, err)
+	}
+	aud, err := c.auditItems(op, a, wid)
+	if err != nil {
+		return "", nil, err
+	}
+	return wid, aud, nil
+}
+
 // role says what a transaction item is, to map cancellation reasons back to the port.
 type role int
 
@@ -210,11 +223,7 @@ func (c *Catalog) AddServer(ctx context.Context, s warrant.Server, a warrant.Aud
 		return err
 	}
 	op := "add server " + s.Name
-	wid, err := c.writeID()
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	aud, err := c.auditItems(op, a, wid)
+	wid, aud, err := c.beginWrite(op, a)
 	if err != nil {
 		return err
 	}
@@ -426,11 +435,7 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 	if _, err := c.versionItem(ctx, d.Server, d.Tool, d.Digest); err != nil {
 		return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, err)
 	}
-	wid, err := c.writeID()
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	aud, err := c.auditItems(op, a, wid)
+	wid, aud, err := c.beginWrite(op, a)
 	if err != nil {
 		return err
 	}
@@ -494,11 +499,7 @@ func (c *Catalog) AppendAudit(ctx context.Context, a warrant.AuditAppend) error 
 	if len(a.Records) == 0 {
 		return fmt.Errorf("append audit: no records: %w", warrant.ErrInvalid)
 	}
-	wid, err := c.writeID()
-	if err != nil {
-		return fmt.Errorf("append audit: %w", err)
-	}
-	items, err := c.auditItems("append audit", a, wid)
+	wid, items, err := c.beginWrite("append audit", a)
 	if err != nil {
 		return err
 	}

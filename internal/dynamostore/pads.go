@@ -432,7 +432,7 @@ func (s *PadStore) transact(ctx context.Context, op, wid string, items []types.T
 		code := cancelCode(reasons)
 		if code == "TransactionConflict" && counter != nil && onlyConflictAt(reasons, len(items)) {
 			if attempt < s.attempts {
-				if err := pause(ctx, attempt); err != nil {
+				if err := locker.Backoff(ctx, 10*time.Millisecond, attempt); err != nil {
 					return classify(op, err)
 				}
 				continue
@@ -482,18 +482,6 @@ func cancelErr(op, code string, err error) error {
 		return fmt.Errorf("%s: transaction cancelled without a reason: %v", op, err)
 	}
 	return fmt.Errorf("%s: transaction cancelled (%s): %v", op, code, err)
-}
-
-func pause(ctx context.Context, attempt int) error {
-	d := time.Duration(mrand.Int64N(int64(10*time.Millisecond) << attempt))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Pad implements locker.Store with one strongly consistent GetItem.

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+
+	"github.com/agentgate-dev/agentgate/internal/setting"
 )
 
 // Defaults of Config.
@@ -78,21 +80,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("evmrpc: Config.URL must be an http or https URL")
 	}
 	c := &Client{url: cfg.URL, endpoint: u.Scheme + "://" + u.Host, hc: cfg.HTTPClient,
-		receiptT: cfg.ReceiptTimeout, chainT: cfg.ChainIDTimeout, max: cfg.MaxResponseBytes}
+		receiptT: setting.Positive(cfg.ReceiptTimeout, DefaultReceiptTimeout),
+		chainT:   setting.Positive(cfg.ChainIDTimeout, DefaultChainIDTimeout),
+		max:      setting.Positive(cfg.MaxResponseBytes, DefaultMaxResponseBytes)}
 	if c.hc == nil {
 		c.hc = &http.Client{
 			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-	}
-	if c.receiptT <= 0 {
-		c.receiptT = DefaultReceiptTimeout
-	}
-	if c.chainT <= 0 {
-		c.chainT = DefaultChainIDTimeout
-	}
-	if c.max <= 0 {
-		c.max = DefaultMaxResponseBytes
 	}
 	return c, nil
 }

@@ -59,17 +59,9 @@ type Walker struct {
 // Next extends the chain with payload and returns the new head as hex bytes, valid until the
 // next call.
 func (w *Walker) Next(payload []byte) []byte {
-	if !w.started {
-		w.h = sha256.New()
-		copy(w.head[:], GenesisHash)
-		w.started = true
-	}
-	w.h.Reset()
-	w.h.Write(w.head[:])
+	w.Begin()
 	w.h.Write(payload)
-	hex.Encode(w.head[:], w.h.Sum(w.sum[:0]))
-	w.n++
-	return w.head[:]
+	return w.End()
 }
 
 // Begin starts the next block when its payload arrives in pieces: Write each piece,

@@ -321,7 +321,13 @@ func (s *Service) Append(ctx context.Context, padID, writeKey string, hasKey boo
 }
 
 func (s *Service) backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(mrand.Int64N(int64(5*time.Millisecond) << attempt))
+	return Backoff(ctx, 5*time.Millisecond, attempt)
+}
+
+// Backoff waits a random time below base<<attempt (exponential, with full jitter) before
+// another attempt of a write that lost a race, or until ctx is done and returns its error.
+func Backoff(ctx context.Context, base time.Duration, attempt int) error {
+	d := time.Duration(mrand.Int64N(int64(base) << attempt))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentgate-dev/agentgate/internal/setting"
+
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/jsontok"
 )
@@ -84,8 +86,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lockerclient: %w", err)
 	}
-	c := &Client{base: base, transport: cfg.TicketTransport, hc: cfg.HTTPClient, log: cfg.Logger,
-		maxBlocks: cfg.MaxBlocks, maxBytes: cfg.MaxPadBytes, maxPage: cfg.MaxPageBytes}
+	c := &Client{base: base, transport: cfg.TicketTransport, hc: cfg.HTTPClient, log: setting.Logger(cfg.Logger),
+		maxBlocks: setting.Positive(cfg.MaxBlocks, DefaultMaxBlocks),
+		maxBytes:  setting.Positive(cfg.MaxPadBytes, DefaultMaxPadBytes),
+		maxPage:   setting.Positive(cfg.MaxPageBytes, DefaultMaxPageBytes)}
 	switch c.transport {
 	case "":
 		c.transport = config.TicketHeader
@@ -101,18 +105,6 @@ func New(cfg Config) (*Client, error) {
 				return http.ErrUseLastResponse
 			},
 		}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	if c.maxBlocks <= 0 {
-		c.maxBlocks = DefaultMaxBlocks
-	}
-	if c.maxBytes <= 0 {
-		c.maxBytes = DefaultMaxPadBytes
-	}
-	if c.maxPage <= 0 {
-		c.maxPage = DefaultMaxPageBytes
 	}
 	return c, nil
 }
@@ -198,10 +190,7 @@ func (c *Client) do(ctx context.Context, r *request) (int, []byte, error) {
 			slog.Int("status", resp.StatusCode), slog.Duration("duration", time.Since(start)))
 		return resp.StatusCode, nil, err
 	}
-	limit := r.maxBody
-	if limit <= 0 {
-		limit = maxBodyBytes
-	}
+	limit := setting.Positive(r.maxBody, maxBodyBytes)
 	data, err := readBody(resp, limit, r.buf)
 	c.log.DebugContext(ctx, "locker request", slog.String("method", r.method), slog.String("route", r.route),
 		slog.Int("status", resp.StatusCode), slog.Duration("duration", time.Since(start)))

@@ -532,15 +532,9 @@ func (w *walk) block(s *jsontok.Scanner, body []byte, index int, process bool) e
 					dl--
 				}
 			}
-			if len(w.arena)+dl > w.maxBytes {
-				return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
+			if at, ok = w.reserve(dl); !ok {
+				return fail(CauseIncompleteRetrieval, tooMuchPayload, w.maxBytes)
 			}
-			if cap(w.arena)-len(w.arena) < dl {
-				grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
-				copy(grown, w.arena)
-				w.arena = grown // earlier blocks keep their slices of the old array
-			}
-			at = len(w.arena)
 			tail := src[max(0, len(src)-4):]
 			ok = bytes.IndexByte(tail, '\n') < 0 && bytes.IndexByte(tail, '\r') < 0 && decodeB64(w.arena[at:at+dl], src) == nil
 		}
@@ -573,10 +567,41 @@ func (w *walk) block(s *jsontok.Scanner, body []byte, index int, process bool) e
 	}
 	b := Block{Seq: index, Payload: payload, UTF8: valid}
 	b.CreatedAt, b.HasCreatedAt = created.n, created.isInt
+	var next []byte
+	linked := false
+	if w.chainValid {
+		next = w.hasher.Next(payload)
+		linked = hashIs(prev, w.prev[:]) && hashIs(curr, next)
+	}
+	w.add(b, next, linked)
+	return nil
+}
+
+// tooMuchPayload is the reason a walk stops at the client's payload bound (maxBytes).
+const tooMuchPayload = "the pad holds more payload than this client reads (%d bytes); refusing a partial verification"
+
+// reserve makes room in the arena for a payload of dl bytes and returns where it starts;
+// false when the pad would then hold more than maxBytes.
+func (w *walk) reserve(dl int) (int, bool) {
+	if len(w.arena)+dl > w.maxBytes {
+		return 0, false
+	}
+	if cap(w.arena)-len(w.arena) < dl {
+		grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
+		copy(grown, w.arena)
+		w.arena = grown // earlier blocks keep their slices of the old array
+	}
+	return len(w.arena), true
+}
+
+// add appends block b to the walk. While the chain verifies, next is the hash of b's
+// payload and linked says whether b's stated hashes are the head and next: then next is
+// the new head and b counts as verified; else the chain is invalid from b on, and every
+// later block carries the last verified head.
+func (w *walk) add(b Block, next []byte, linked bool) {
 	copy(b.PrevHash[:], w.prev[:])
 	if w.chainValid {
-		next := w.hasher.Next(payload)
-		if hashIs(prev, w.prev[:]) && hashIs(curr, next) {
+		if linked {
 			copy(w.prev[:], next)
 			w.verified++
 		} else {
@@ -585,7 +610,6 @@ func (w *walk) block(s *jsontok.Scanner, body []byte, index int, process bool) e
 	}
 	copy(b.CurrHash[:], w.prev[:])
 	w.blocks = append(w.blocks, b)
-	return nil
 }
 
 // hashIs reports whether a served hash member equals want (64 lowercase hex bytes).

@@ -183,15 +183,10 @@ func (w *walk) wireBlock(rd *padwire.Reader, f padwire.Frame, index int) error {
 		return fail(CauseInconsistentBlocks, "the block at position %d reports seq=%d; the chain is not a contiguous 0-based sequence", index, f.Seq)
 	}
 	dl := f.PayloadLen
-	if len(w.arena)+dl > w.maxBytes {
-		return fail(CauseIncompleteRetrieval, "the pad holds more payload than this client reads (%d bytes); refusing a partial verification", w.maxBytes)
+	at, ok := w.reserve(dl)
+	if !ok {
+		return fail(CauseIncompleteRetrieval, tooMuchPayload, w.maxBytes)
 	}
-	if cap(w.arena)-len(w.arena) < dl {
-		grown := make([]byte, len(w.arena), max(2*cap(w.arena), len(w.arena)+dl))
-		copy(grown, w.arena)
-		w.arena = grown // earlier blocks keep their slices of the old array
-	}
-	at := len(w.arena)
 	payload := w.arena[at : at+dl : at+dl]
 	// The frame's hashes alias the reader's scratch: compare them before reading on.
 	prevOK := w.chainValid && bytes.Equal(f.PrevHash, w.prev[:])
@@ -208,17 +203,10 @@ func (w *walk) wireBlock(rd *padwire.Reader, f padwire.Frame, index int) error {
 	}
 	w.arena = w.arena[:at+dl]
 	b := Block{Seq: index, Payload: payload, UTF8: utf8.Valid(payload), CreatedAt: f.CreatedAt, HasCreatedAt: true}
-	copy(b.PrevHash[:], w.prev[:])
+	var next []byte
 	if w.chainValid {
-		next := w.hasher.End()
-		if prevOK && currOK && bytes.Equal(curr[:], next) {
-			copy(w.prev[:], next)
-			w.verified++
-		} else {
-			w.chainValid = false
-		}
+		next = w.hasher.End()
 	}
-	copy(b.CurrHash[:], w.prev[:])
-	w.blocks = append(w.blocks, b)
+	w.add(b, next, prevOK && currOK && bytes.Equal(curr[:], next))
 	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/setting"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -136,10 +138,7 @@ type Item struct {
 // within the timeout) or [ErrProtocol] (the server answered with something that is not a
 // tool listing). A server that does not advertise the tools capability has no tools.
 func ListTools(ctx context.Context, s Server, opts Options) (*Listing, error) {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := setting.Positive(opts.Timeout, DefaultTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -251,11 +250,7 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 	cmd.WaitDelay = 2 * time.Second
 	setProcessGroup(cmd)
 
-	maxSkipped := opts.MaxSkippedLines
-	if maxSkipped <= 0 {
-		maxSkipped = DefaultMaxSkippedLines
-	}
-	filter := &lineFilter{max: maxSkipped, logger: opts.logger(), server: s.Name}
+	filter := &lineFilter{max: setting.Positive(opts.MaxSkippedLines, DefaultMaxSkippedLines), logger: opts.logger(), server: s.Name}
 	tap := opts.newTap()
 	stdio := &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}
 	transport := &tapTransport{inner: stdio, tap: tap}
@@ -295,19 +290,10 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func (o Options) logger() *slog.Logger {
-	if o.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return o.Logger
-}
+func (o Options) logger() *slog.Logger { return setting.Logger(o.Logger) }
 
 func (o Options) newTap() *tap {
-	probe := o.ProbeTimeout
-	if probe <= 0 {
-		probe = DefaultProbeTimeout
-	}
-	return newTap(o.profile().Capabilities, probe)
+	return newTap(o.profile().Capabilities, setting.Positive(o.ProbeTimeout, DefaultProbeTimeout))
 }
 
 func unwrapExec(err error) error {
@@ -382,13 +368,8 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 	if init != nil && init.Capabilities != nil {
 		caps = init.Capabilities
 	}
-	p := pager{s: s, cs: cs, tap: tap, maxPages: opts.MaxPages, maxItems: opts.MaxTools}
-	if p.maxPages <= 0 {
-		p.maxPages = DefaultMaxPages
-	}
-	if p.maxItems <= 0 {
-		p.maxItems = DefaultMaxTools
-	}
+	p := pager{s: s, cs: cs, tap: tap, maxPages: setting.Positive(opts.MaxPages, DefaultMaxPages),
+		maxItems: setting.Positive(opts.MaxTools, DefaultMaxTools)}
 	if init == nil || caps.Tools != nil {
 		items, pages, err := p.all(ctx, "tools/list", "tools", "name")
 		if err != nil {

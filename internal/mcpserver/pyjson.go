@@ -294,6 +294,10 @@ func appendPyFloat(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// pyShortEscapes are the characters json.dumps writes as a backslash and a letter, by the
+// letter.
+var pyShortEscapes = [...]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f'}
+
 // appendPyString writes s as json.dumps does with ensure_ascii: printable ASCII as is, the
 // short escapes, everything else as lowercase \uXXXX (surrogate pairs above the BMP).
 func appendPyString(dst []byte, s []rune) []byte {
@@ -303,20 +307,8 @@ func appendPyString(dst []byte, s []rune) []byte {
 	}
 	for _, r := range s {
 		switch {
-		case r == '"':
-			dst = append(dst, '\\', '"')
-		case r == '\\':
-			dst = append(dst, '\\', '\\')
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r == '\b':
-			dst = append(dst, '\\', 'b')
-		case r == '\f':
-			dst = append(dst, '\\', 'f')
+		case 0 <= r && int(r) < len(pyShortEscapes) && pyShortEscapes[r] != 0:
+			dst = append(dst, '\\', pyShortEscapes[r])
 		case 0x20 <= r && r <= 0x7e:
 			dst = append(dst, byte(r))
 		case r < 0x10000:

@@ -227,99 +227,57 @@ func daemonError(de *lockerclient.DaemonError) obj {
 	return obj{{"error", obj{{"status", de.Status}, {"detail", de.Error()}}}}
 }
 
-// rawObject is a daemon response returned as the daemon sent it (a JSON object).
-func rawObject(raw json.RawMessage) any { return raw }
+// daemonResult is the result of a call whose daemon response is returned as the daemon
+// sent it (a JSON object), or the contract's error result.
+func daemonResult(padID string, raw json.RawMessage, err error) (any, outcome, error) {
+	if err != nil {
+		return errorResult(padID, err)
+	}
+	return raw, "ok", nil
+}
 
 func runCreate(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	ttl, err := a.integer("ttl_seconds", true, 0)
-	if err != nil {
-		return nil, "", err
-	}
-	maxBlocks, err := a.integer("max_blocks", false, 32)
-	if err != nil {
-		return nil, "", err
-	}
-	proof, err := a.optStr("payment_tx_hash")
-	if err != nil {
-		return nil, "", err
-	}
-	req := lockerclient.CreateRequest{TTLSeconds: ttl, MaxBlocks: maxBlocks}
-	if proof != nil {
-		req.PaymentTxHash = *proof
+	req := lockerclient.CreateRequest{TTLSeconds: a.integer("ttl_seconds", true, 0), MaxBlocks: a.integer("max_blocks", false, 32)}
+	req.PaymentTxHash = paymentProof(a)
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	raw, err := s.c.Create(ctx, req)
-	if err != nil {
-		return errorResult("", err)
+	return daemonResult("", raw, err)
+}
+
+// paymentProof is the optional payment_tx_hash argument, "" when absent or null.
+func paymentProof(a *args) string {
+	if p := a.optStr("payment_tx_hash"); p != nil {
+		return *p
 	}
-	return rawObject(raw), "ok", nil
+	return ""
 }
 
 func runAppend(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	padID, _, err := a.str("pad_id", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	key, _, err := a.str("write_key", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	pv, err := a.get("payload", true, false)
-	if err != nil {
-		return nil, "", err
-	}
-	payload, _, err := payloadBytes(pv, "payload")
-	if err != nil {
-		return nil, "", err
-	}
-	ct, _, err := a.str("content_type", false, false, "application/json")
-	if err != nil {
-		return nil, "", err
+	padID, key, payload := a.reqStr("pad_id"), a.reqStr("write_key"), a.payload("payload")
+	ct, _ := a.str("content_type", false, false, "application/json")
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	raw, err := s.c.Append(ctx, padID, key, ct, payload)
-	if err != nil {
-		return errorResult(padID, err)
-	}
-	return rawObject(raw), "ok", nil
+	return daemonResult(padID, raw, err)
 }
 
 func runSeal(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	padID, _, err := a.str("pad_id", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	key, _, err := a.str("write_key", true, false, "")
-	if err != nil {
-		return nil, "", err
+	padID, key := a.reqStr("pad_id"), a.reqStr("write_key")
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	raw, err := s.c.Seal(ctx, padID, key)
-	if err != nil {
-		return errorResult(padID, err)
-	}
-	return rawObject(raw), "ok", nil
+	return daemonResult(padID, raw, err)
 }
 
 func runDeposit(s *server, ctx context.Context, call *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	env, err := a.get("envelope", true, false)
-	if err != nil {
-		return nil, "", err
-	}
-	if env.kind != kObject {
-		return nil, "", argErrorf("envelope must be an object, not a %s", env.typeName())
-	}
-	arts, err := a.get("artifacts", true, false)
-	if err != nil {
-		return nil, "", err
-	}
-	if arts.kind != kArray {
-		return nil, "", argErrorf("artifacts must be a list, not a %s", arts.typeName())
-	}
-	ttl, err := a.integer("ttl_seconds", false, 3600)
-	if err != nil {
-		return nil, "", err
-	}
-	proof, err := a.optStr("payment_tx_hash")
-	if err != nil {
-		return nil, "", err
+	env, arts := a.typed("envelope", kObject, "an object"), a.typed("artifacts", kArray, "a list")
+	ttl, proof := a.integer("ttl_seconds", false, 3600), paymentProof(a)
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	// Every block is encoded and checked before anything is created, so a bad artifact can
 	// never orphan a pad.
@@ -327,10 +285,8 @@ func runDeposit(s *server, ctx context.Context, call *mcp.CallToolRequest, a *ar
 	if err != nil {
 		return nil, "", argErrorf("envelope: %v", err)
 	}
-	req := lockerclient.DepositRequest{TTLSeconds: ttl, Blocks: []lockerclient.DepositBlock{{Payload: envBytes, ContentType: "application/json"}}}
-	if proof != nil {
-		req.PaymentTxHash = *proof
-	}
+	req := lockerclient.DepositRequest{TTLSeconds: ttl, PaymentTxHash: proof,
+		Blocks: []lockerclient.DepositBlock{{Payload: envBytes, ContentType: "application/json"}}}
 	req.Progress = progressReporter(ctx, call)
 	for i, it := range arts.items {
 		p, isJSON, err := payloadBytes(it, fmt.Sprintf("artifact %d", i))
@@ -370,17 +326,9 @@ func depositFailure(e *lockerclient.DepositError) obj {
 }
 
 func runManifest(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	padID, _, err := a.str("pad_id", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	ticket, err := a.optStr("ticket")
-	if err != nil {
-		return nil, "", err
-	}
-	expected, err := a.optStr("expected_head_hash")
-	if err != nil {
-		return nil, "", err
+	padID, ticket, expected := a.reqStr("pad_id"), a.optStr("ticket"), a.optStr("expected_head_hash")
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	hasTicket := ticket != nil && *ticket != ""
 	if expected != nil {
@@ -402,6 +350,7 @@ func runManifest(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args
 		}
 		m, in = ch.Manifest, ch.Integrity
 	} else {
+		var err error
 		if m, err = s.c.Manifest(ctx, padID); err != nil {
 			return errorResult(padID, err)
 		}
@@ -433,25 +382,11 @@ type blockOut struct {
 }
 
 func runReadBlocks(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args) (any, outcome, error) {
-	padID, _, err := a.str("pad_id", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	ticket, _, err := a.str("ticket", true, false, "")
-	if err != nil {
-		return nil, "", err
-	}
-	from, err := a.integer("from_block", false, 0)
-	if err != nil {
-		return nil, "", err
-	}
-	to, err := a.integer("to_block", false, 0)
-	if err != nil {
-		return nil, "", err
-	}
-	expected, err := a.optStr("expected_head_hash")
-	if err != nil {
-		return nil, "", err
+	padID, ticket := a.reqStr("pad_id"), a.reqStr("ticket")
+	from, to := a.integer("from_block", false, 0), a.integer("to_block", false, 0)
+	expected := a.optStr("expected_head_hash")
+	if a.err != nil {
+		return nil, "", a.err
 	}
 	ch, err := s.c.Read(ctx, padID, ticket, lockerclient.ReadOptions{ExpectedHead: expected})
 	if err != nil {

@@ -163,11 +163,31 @@ func typeWords(set map[string]bool) string {
 	return strings.Join(ts, "|")
 }
 
-func (g *grader) typeChange(ptr string, o, n any) {
-	os, ok1 := typeSet(o)
-	ns, ok2 := typeSet(n)
+// malformed reports that keyword's value changed and is not of its form on one side or
+// both; what, when set, says what it is not ("not a schema").
+func (g *grader) malformed(ptr, keyword string, o, n any, what string) {
+	msg := fmt.Sprintf("keyword %q %s", keyword, verb(o, n))
+	if what != "" {
+		msg += " (" + what + ")"
+	}
+	g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, msg)
+}
+
+// parseBoth reads keyword's old and new values with parse; false, the keyword reported as
+// malformed (what it is not), when either is not of its form.
+func parseBoth[T any](g *grader, ptr, keyword string, o, n any, parse func(any) (T, bool), what string) (T, T, bool) {
+	ov, ok1 := parse(o)
+	nv, ok2 := parse(n)
 	if !ok1 || !ok2 {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, "keyword \"type\" "+verb(o, n)+" (not a type name or list of them)")
+		g.malformed(ptr, keyword, o, n, what)
+		return ov, nv, false
+	}
+	return ov, nv, true
+}
+
+func (g *grader) typeChange(ptr string, o, n any) {
+	os, ns, ok := parseBoth(g, ptr, "type", o, n, typeSet, "not a type name or list of them")
+	if !ok {
 		return
 	}
 	widened, narrowed := false, false
@@ -219,10 +239,8 @@ func stringList(v any) ([]string, bool) {
 }
 
 func (g *grader) required(ptr string, o, n any) {
-	ol, ok1 := stringList(o)
-	nl, ok2 := stringList(n)
-	if !ok1 || !ok2 {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, "keyword \"required\" "+verb(o, n)+" (not a list of names)")
+	ol, nl, ok := parseBoth(g, ptr, "required", o, n, stringList, "not a list of names")
+	if !ok {
 		return
 	}
 	found := false
@@ -256,7 +274,7 @@ func (g *grader) additional(ptr, keyword string, o, n any) {
 	_, oBool := o.(bool)
 	_, nBool := n.(bool)
 	if !(oObj || oBool || isAbsent(o)) || !(nObj || nBool || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s (not a schema)", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "not a schema")
 		return
 	}
 	ro, rn := schemaRank(o), schemaRank(n)
@@ -285,7 +303,7 @@ func (g *grader) schemaMap(ptr, keyword string, o, n any) {
 	om, oObj := o.(map[string]any)
 	nm, nObj := n.(map[string]any)
 	if !(oObj || isAbsent(o)) || !(nObj || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s (not an object)", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "not an object")
 		return
 	}
 	what := "entry"
@@ -321,7 +339,7 @@ func (g *grader) schemaList(ptr, keyword string, o, n any) {
 	ol, oList := o.([]any)
 	nl, nList := n.([]any)
 	if !(oList || isAbsent(o)) || !(nList || isAbsent(n)) {
-		g.add(RuleSchemaChanged, kindOf(o, n), ptr, o, n, fmt.Sprintf("keyword %q %s", keyword, verb(o, n)))
+		g.malformed(ptr, keyword, o, n, "")
 		return
 	}
 	// A branch added to anyOf/oneOf accepts more; a branch added to allOf or prefixItems

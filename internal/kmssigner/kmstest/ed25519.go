@@ -73,7 +73,7 @@ func serveEd25519(w http.ResponseWriter, op string, body []byte) bool {
 		_, _ = rand.Read(idb)
 		h := hex.EncodeToString(idb)
 		id := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-		k := &edKey{id: id, arn: fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", region(), awstest.Account, id), priv: priv, created: time.Now()}
+		k := &edKey{id: id, arn: fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", awstest.CurrentRegion(), awstest.Account, id), priv: priv, created: time.Now()}
 		edMu.Lock()
 		edKeys[k.id], edKeys[k.arn] = k, k
 		edMu.Unlock()

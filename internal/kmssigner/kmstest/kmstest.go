@@ -21,7 +21,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,56 +37,42 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 )
 
-var (
-	mu     sync.Mutex
-	inMain bool
-	srv    *httptest.Server
-	db     *lkdata.Database
-	dbDir  string
-)
+// db is local-kms's database, while the in-process KMS runs.
+var db *lkdata.Database
+
+// local is the in-process local-kms this binary starts on first use.
+var local = &awstest.Local{Pkg: "kmstest", What: "the KMS", Start: startKMS,
+	Failed: func(t testing.TB, err error) {
+		t.Helper()
+		t.Fatalf("kmstest: %v", err)
+	},
+}
 
 // Main runs the tests through awstest.Main and then stops the in-process KMS.
-func Main(m *testing.M) int {
-	mu.Lock()
-	inMain = true
-	mu.Unlock()
-	code := awstest.Main(m)
-	mu.Lock()
-	defer mu.Unlock()
-	if srv != nil {
-		srv.Close()
-		db.Close()
-		os.RemoveAll(dbDir)
-		srv = nil
-	}
-	return code
-}
+func Main(m *testing.M) int { return local.Run(m, awstest.Main) }
 
 // Endpoint returns the KMS endpoint URL: AWS_ENDPOINT_URL when set, else the in-process
 // local-kms (started on first use).
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if u := os.Getenv("AWS_ENDPOINT_URL"); u != "" {
-		return u
+	return local.Endpoint(t)
+}
+
+func startKMS() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "agentgate-local-kms-")
+	if err != nil {
+		return "", nil, err
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !inMain {
-		t.Fatal("kmstest: call kmstest.Main from TestMain so the KMS it starts is stopped")
-	}
-	if srv == nil {
-		dir, err := os.MkdirTemp("", "agentgate-local-kms-")
-		if err != nil {
-			t.Fatalf("kmstest: %v", err)
-		}
-		dbDir = dir
-		lkconfig.AWSRegion, lkconfig.AWSAccountId, lkconfig.DatabasePath = region(), awstest.Account, dir
-		db = lkdata.NewDatabase(dir)
-		log := logrus.New()
-		log.SetLevel(logrus.PanicLevel) // local-kms logs every request at info
-		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, log) }))
-	}
-	return srv.URL
+	lkconfig.AWSRegion, lkconfig.AWSAccountId, lkconfig.DatabasePath = awstest.CurrentRegion(), awstest.Account, dir
+	db = lkdata.NewDatabase(dir)
+	log := logrus.New()
+	log.SetLevel(logrus.PanicLevel) // local-kms logs every request at info
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, log) }))
+	return srv.URL, func() {
+		srv.Close()
+		db.Close()
+		os.RemoveAll(dir)
+	}, nil
 }
 
 // serve dispatches one KMS JSON request to local-kms's handler, as its own server does,
@@ -124,13 +109,6 @@ func serve(w http.ResponseWriter, r *http.Request, log *logrus.Logger) {
 	_, _ = w.Write([]byte(resp.Body))
 }
 
-func region() string {
-	if r := os.Getenv("AWS_REGION"); r != "" {
-		return r
-	}
-	return awstest.Region
-}
-
 // adminKey is the access key of Config's KMS-only administrator.
 const adminKey = "AKIAKMSTESTADMIN0000"
 
@@ -143,7 +121,7 @@ func Config(t testing.TB) aws.Config {
 		return awstest.Config(t)
 	}
 	awstest.RegisterIdentity(adminKey, "arn:aws:iam::"+awstest.Account+":user/kmstest-admin")
-	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(region()),
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(awstest.CurrentRegion()),
 		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(adminKey, "kmstest", "")))
 	if err != nil {
 		t.Fatalf("kmstest: load AWS config: %v", err)

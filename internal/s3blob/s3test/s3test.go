@@ -28,30 +28,19 @@ func Client(cfg aws.Config, opts ...func(*s3.Options)) *s3.Client {
 // emulator they vanish with it; in a real account use a throwaway one.
 func CreateBucket(t testing.TB, cfg aws.Config) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "agentgate-test-" + hex.EncodeToString(b[:])
-	c := Client(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
-		t.Fatalf("s3test: create bucket %s: %v", name, err)
-	}
-	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(name),
-		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatalf("s3test: versioning on %s: %v", name, err)
-	}
-	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(name),
-		ObjectLockConfiguration: &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled,
-			Rule: &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{Mode: s3types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}}}}); err != nil {
-		t.Fatalf("s3test: object lock on %s: %v", name, err)
-	}
-	return name
+	return createBucket(t, cfg, true)
 }
 
 // CreateVersionedBucket creates a uniquely named bucket with versioning and no Object
 // Lock, shaped like template.yaml's CatalogBlobBucket, and returns its name.
 func CreateVersionedBucket(t testing.TB, cfg aws.Config) string {
+	t.Helper()
+	return createBucket(t, cfg, false)
+}
+
+// createBucket creates a uniquely named versioned bucket, with Object Lock (governance
+// mode, one day by default) when locked.
+func createBucket(t testing.TB, cfg aws.Config, locked bool) string {
 	t.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -59,12 +48,24 @@ func CreateVersionedBucket(t testing.TB, cfg aws.Config) string {
 	c := Client(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
+	if locked {
+		in.ObjectLockEnabledForBucket = aws.Bool(true)
+	}
+	if _, err := c.CreateBucket(ctx, in); err != nil {
 		t.Fatalf("s3test: create bucket %s: %v", name, err)
 	}
 	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(name),
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatalf("s3test: versioning on %s: %v", name, err)
+	}
+	if !locked {
+		return name
+	}
+	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(name),
+		ObjectLockConfiguration: &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled,
+			Rule: &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{Mode: s3types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}}}}); err != nil {
+		t.Fatalf("s3test: object lock on %s: %v", name, err)
 	}
 	return name
 }

@@ -97,18 +97,9 @@ func testInvalidWhole(t *testing.T, c warrant.Catalog) {
 // approval and who made it as they are (warrant.ApprovalState.Decide).
 func testRejectLeavesApprover(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
-	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
-	_, d1 := Def("t", "one")
-	_, d2 := Def("t", "two")
-	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d1, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d2, Kind: warrant.DecisionRejected, Actor: "carol", At: t0.Add(time.Hour), Expect: d1}, warrant.AuditAppend{}); err != nil {
-		t.Fatal(err)
-	}
+	d1, d2 := twoVersions(t, c)
+	mustDecide(t, c, warrant.Decision{Server: "s", Tool: "t", Digest: d1, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
+	mustDecide(t, c, warrant.Decision{Server: "s", Tool: "t", Digest: d2, Kind: warrant.DecisionRejected, Actor: "carol", At: t0.Add(time.Hour), Expect: d1})
 	aps, err := c.Approvals(ctx)
 	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" || !aps[0].At.Equal(t0) {
 		t.Errorf("approvals after rejecting another digest = %+v, %v; want %s by bob at %s", aps, err, d1.Short(), t0)
@@ -204,6 +195,40 @@ func mustRecord(t *testing.T, c warrant.Catalog, r warrant.CrawlRecord) {
 	}
 }
 
+// twoVersions adds server s and records two crawls in which its tool t is described "one",
+// then "two"; it returns the two versions' digests.
+func twoVersions(t *testing.T, c warrant.Catalog) (d1, d2 warrant.Digest) {
+	t.Helper()
+	mustAdd(t, c, server("s"))
+	known := map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
+	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
+	_, d1 = Def("t", "one")
+	_, d2 = Def("t", "two")
+	return d1, d2
+}
+
+// threeTools adds server s and records its crawl 1 listing tools a, b and gone (described
+// "A", "B", "G"); it returns the versions known and the three digests.
+func threeTools(t *testing.T, c warrant.Catalog) (known map[warrant.VersionKey]bool, dA, dB, dG warrant.Digest) {
+	t.Helper()
+	mustAdd(t, c, server("s"))
+	known = map[warrant.VersionKey]bool{}
+	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
+	_, dA = Def("a", "A")
+	_, dB = Def("b", "B")
+	_, dG = Def("gone", "G")
+	return known, dA, dB, dG
+}
+
+// mustDecide records d, with no audit records.
+func mustDecide(t *testing.T, c warrant.Catalog, d warrant.Decision) {
+	t.Helper()
+	if err := c.Decide(t.Context(), d, warrant.AuditAppend{}); err != nil {
+		t.Fatalf("Decide(%s/%s %s %s): %v", d.Server, d.Tool, d.Kind, d.Digest.Short(), err)
+	}
+}
+
 func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
@@ -285,27 +310,11 @@ func testRecordCrawlCAS(t *testing.T, c warrant.Catalog) {
 func testRecordCrawlRace(t *testing.T, c warrant.Catalog) {
 	mustAdd(t, c, server("s"))
 	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.RecordCrawl(t.Context(), crawl("s", 1, nil, "t", fmt.Sprintf("racer %d", i)), warrant.AuditAppend{})
-		}()
-	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
-			t.Errorf("loser: %v, want ErrConflict", err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d of %d racing crawl-1 writes won, want exactly 1", won, n)
+	won := race(t, n, func(i int) error {
+		return c.RecordCrawl(t.Context(), crawl("s", 1, nil, "t", fmt.Sprintf("racer %d", i)), warrant.AuditAppend{})
+	})
+	if len(won) != 1 {
+		t.Errorf("%d of %d racing crawl-1 writes won, want exactly 1", len(won), n)
 	}
 	if vs, _ := c.Versions(t.Context(), "s", "t"); len(vs) != 1 {
 		t.Errorf("%d versions after the race, want the winner's only", len(vs))
@@ -366,16 +375,10 @@ func testInvalid(t *testing.T, c warrant.Catalog) {
 
 func testToolRecords(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
-	_, dA := Def("a", "A")
-	_, dB := Def("b", "B")
+	known, dA, dB, _ := threeTools(t, c)
 	approve := func(tool string, d, expect warrant.Digest) {
 		t.Helper()
-		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0, Expect: expect})
 	}
 	approve("a", dA, "")
 	approve("b", dB, "")
@@ -425,9 +428,7 @@ func testServerTools(t *testing.T, c warrant.Catalog) {
 	mustRecord(t, c, crawl("b", 1, known, "w", "W", "x", "X2"))
 	_, dX := Def("x", "X")
 	for _, srv := range []string{"a", "ab"} {
-		if err := c.Decide(ctx, warrant.Decision{Server: srv, Tool: "x", Digest: dX, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: srv, Tool: "x", Digest: dX, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
 	}
 	mustRecord(t, c, crawl("a", 2, known, "x", "X1", "y", "Y"))
 	mustRecord(t, c, gateway("a", 3, "g", "G", "y", "Y2"))
@@ -462,42 +463,33 @@ func testServerTools(t *testing.T, c warrant.Catalog) {
 
 func testDecide(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "t", "one"))
-	mustRecord(t, c, crawl("s", 2, known, "t", "two"))
-	_, d1 := Def("t", "one")
-	_, d2 := Def("t", "two")
+	d1, d2 := twoVersions(t, c)
 	dec := func(kind warrant.DecisionKind, d, expect warrant.Digest) error {
 		return c.Decide(ctx, warrant.Decision{Server: "s", Tool: "t", Digest: d, Kind: kind, Actor: "bob", At: t0, Expect: expect, Note: "n"}, warrant.AuditAppend{})
 	}
+	mustDec := func(kind warrant.DecisionKind, d, expect warrant.Digest) {
+		t.Helper()
+		if err := dec(kind, d, expect); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wantErr(t, "approve an unknown version", dec(warrant.DecisionApproved, warrant.DigestOf([]byte("{}")), ""), warrant.ErrNotFound)
 	wantErr(t, "approve with a stale expectation", dec(warrant.DecisionApproved, d1, d2), warrant.ErrConflict)
-	if err := dec(warrant.DecisionApproved, d1, ""); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionApproved, d1, "")
 	wantErr(t, "approve again expecting none", dec(warrant.DecisionApproved, d2, ""), warrant.ErrConflict)
-	if err := dec(warrant.DecisionApproved, d2, d1); err != nil {
-		t.Fatal(err)
-	}
-	if err := dec(warrant.DecisionRolledBack, d1, d2); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionApproved, d2, d1)
+	mustDec(warrant.DecisionRolledBack, d1, d2)
 	aps, err := c.Approvals(ctx)
 	if err != nil || len(aps) != 1 || aps[0].Digest != d1 || aps[0].By != "bob" {
 		t.Errorf("approvals after rollback = %+v, %v", aps, err)
 	}
 	// Rejecting a digest that is not approved leaves the approval alone; rejecting the
 	// approved one clears it.
-	if err := dec(warrant.DecisionRejected, d2, d1); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionRejected, d2, d1)
 	if aps, _ := c.Approvals(ctx); len(aps) != 1 || aps[0].Digest != d1 {
 		t.Errorf("rejecting another digest changed the approval: %+v", aps)
 	}
-	if err := dec(warrant.DecisionRejected, d1, d1); err != nil {
-		t.Fatal(err)
-	}
+	mustDec(warrant.DecisionRejected, d1, d1)
 	if aps, _ := c.Approvals(ctx); len(aps) != 0 {
 		t.Errorf("approvals after rejecting the approved digest = %+v, want none", aps)
 	}
@@ -609,29 +601,39 @@ func testAuditAtomic(t *testing.T, c warrant.Catalog) {
 
 func testAuditRace(t *testing.T, c warrant.Catalog) {
 	head, _ := c.AuditHead(t.Context())
-	const n = 8
+	won := race(t, 8, func(i int) error {
+		return c.AppendAudit(t.Context(), warrant.AuditAppend{Prev: head, Records: Records(head, 1, fmt.Sprintf("racer-%d", i))})
+	})
+	recs, _ := c.AuditRecords(t.Context(), 0, 100)
+	if len(won) != 1 || len(recs) != 1 {
+		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", len(won), len(recs))
+	}
+}
+
+// race runs write(0) … write(n-1) at once and returns the writers that succeeded; every
+// other must fail with ErrConflict (or ErrUnavailable, a driver's busy answer).
+func race(t *testing.T, n int, write func(i int) error) []int {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.AppendAudit(t.Context(), warrant.AuditAppend{Prev: head, Records: Records(head, 1, fmt.Sprintf("racer-%d", i))})
+			errs[i] = write(i)
 		}()
 	}
 	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		if err == nil {
-			won++
-		} else if !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable) {
-			t.Errorf("loser: %v", err)
+	var won []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, i)
+		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
+			t.Errorf("racing writer %d: %v, want ErrConflict", i, err)
 		}
 	}
-	recs, _ := c.AuditRecords(t.Context(), 0, 100)
-	if won != 1 || len(recs) != 1 {
-		t.Errorf("%d racing appends won, %d records stored; want 1 and 1 (a linear chain)", won, len(recs))
-	}
+	return won
 }
 
 // gateway builds record seq of srv with Source gateway, observing tools (name →
@@ -663,16 +665,9 @@ func toolRecords(t *testing.T, c warrant.Catalog) map[string]warrant.ToolRecord 
 // after that crawl lists it again.
 func testGatewayObservations(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	mustAdd(t, c, server("s"))
-	known := map[warrant.VersionKey]bool{}
-	mustRecord(t, c, crawl("s", 1, known, "a", "A", "b", "B", "gone", "G"))
-	_, dA := Def("a", "A")
-	_, dB := Def("b", "B")
-	_, dG := Def("gone", "G")
+	known, dA, dB, dG := threeTools(t, c)
 	for tool, d := range map[string]warrant.Digest{"a": dA, "b": dB} {
-		if err := c.Decide(ctx, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0}, warrant.AuditAppend{}); err != nil {
-			t.Fatal(err)
-		}
+		mustDecide(t, c, warrant.Decision{Server: "s", Tool: tool, Digest: d, Kind: warrant.DecisionApproved, Actor: "bob", At: t0})
 	}
 	// The gateway saw a reworded a, a tool never crawled and one it could not digest.
 	mustRecord(t, c, gateway("s", 2, "a", "A2", "new", "N", "odd", ""))
@@ -757,35 +752,20 @@ func testGatewayObservations(t *testing.T, c warrant.Catalog) {
 func testGatewayRace(t *testing.T, c warrant.Catalog) {
 	mustAdd(t, c, server("s"))
 	mustRecord(t, c, crawl("s", 1, nil, "a", "A"))
-	const n = 6
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := crawl("s", 2, nil, "a", fmt.Sprintf("crawler %d", i))
-			if i%2 == 1 {
-				r = gateway("s", 2, "a", fmt.Sprintf("gateway %d", i))
-			}
-			errs[i] = c.RecordCrawl(t.Context(), r, warrant.AuditAppend{})
-		}()
-	}
-	wg.Wait()
-	won := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && won >= 0:
-			t.Errorf("writers %d and %d both recorded number 2", won, i)
-		case err == nil:
-			won = i
-		case !errors.Is(err, warrant.ErrConflict) && !errors.Is(err, warrant.ErrUnavailable):
-			t.Errorf("loser %d: %v, want ErrConflict", i, err)
+	wins := race(t, 6, func(i int) error {
+		r := crawl("s", 2, nil, "a", fmt.Sprintf("crawler %d", i))
+		if i%2 == 1 {
+			r = gateway("s", 2, "a", fmt.Sprintf("gateway %d", i))
 		}
-	}
-	if won < 0 {
+		return c.RecordCrawl(t.Context(), r, warrant.AuditAppend{})
+	})
+	if len(wins) == 0 {
 		t.Fatal("no racing write won")
 	}
+	if len(wins) > 1 {
+		t.Errorf("writers %v all recorded number 2", wins)
+	}
+	won := wins[0]
 	cr, err := c.Crawl(t.Context(), "s", 2)
 	if err != nil || (cr.Source == warrant.SourceGateway) != (won%2 == 1) {
 		t.Errorf("record 2 = %+v, %v; want the winner's (%d)", cr, err, won)
@@ -808,27 +788,41 @@ func (chainer) Chain(_ context.Context, head warrant.AuditHead, events []warrant
 	return out, nil
 }
 
+// newService returns a service over c acting as identity at t0, its audit chained by
+// chainer, with server s added.
+func newService(t *testing.T, c warrant.Catalog, identity string) *warrant.Service {
+	t.Helper()
+	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: identity, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddServer(t.Context(), server("s")); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// listing builds srv's listing of tools (name, description pairs); an empty description
+// gives a definition that is not valid UTF-8, which the service refuses.
+func listing(srv string, tools ...string) warrant.Listing {
+	l := warrant.Listing{Server: srv}
+	for i := 0; i+1 < len(tools); i += 2 {
+		b, _ := Def(tools[i], tools[i+1])
+		if tools[i+1] == "" {
+			b = []byte("{\"name\":\"" + tools[i] + "\",\"description\":\"\xff\"}")
+		}
+		l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
+	}
+	return l
+}
+
 // testServiceObserveGateway: the service's ObserveGateway over the driver — the
 // gateway's drift and new tool in List without a crawl, with one audit record; a retry
 // writes nothing; the next crawl's removed tools are those of the previous crawl.
 func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "gw", Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.AddServer(ctx, server("s")); err != nil {
-		t.Fatal(err)
-	}
-	listing := func(tools ...string) warrant.Listing {
-		l := warrant.Listing{Server: "s"}
-		for i := 0; i+1 < len(tools); i += 2 {
-			b, _ := Def(tools[i], tools[i+1])
-			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
-		}
-		return l
-	}
-	if _, err := svc.Ingest(ctx, listing("a", "A", "old", "O")); err != nil {
+	svc := newService(t, c, "gw")
+	if _, err := svc.Ingest(ctx, listing("s", "a", "A", "old", "O")); err != nil {
 		t.Fatal(err)
 	}
 	_, dA := Def("a", "A")
@@ -861,7 +855,7 @@ func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 	if fmt.Sprint(states) != "map[a:DRIFT gateway 1 new:PENDING gateway 0 old:PENDING crawl 1]" {
 		t.Errorf("list after the gateway's observations: %v", states)
 	}
-	res, err := svc.Ingest(ctx, listing("a", "A2", "new", "N"))
+	res, err := svc.Ingest(ctx, listing("s", "a", "A2", "new", "N"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -879,21 +873,10 @@ func testServiceObserveGateway(t *testing.T, c warrant.Catalog) {
 // no-op, rollback only to an earlier approved digest other than the current one.
 func testServiceCheckDecision(t *testing.T, c warrant.Catalog) {
 	ctx := t.Context()
-	svc, err := warrant.New(warrant.Config{Catalog: c, Auditor: chainer{}, Identity: "crawler", Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.AddServer(ctx, server("s")); err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, c, "crawler")
 	ingest := func(tools ...string) {
 		t.Helper()
-		l := warrant.Listing{Server: "s"}
-		for i := 0; i+1 < len(tools); i += 2 {
-			b, _ := Def(tools[i], tools[i+1])
-			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
-		}
-		if _, err := svc.Ingest(ctx, l); err != nil {
+		if _, err := svc.Ingest(ctx, listing("s", tools...)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -43,15 +43,7 @@ func Scenario(t *testing.T, c warrant.Catalog) {
 	}
 	ingest := func(srv string, tools ...string) {
 		t.Helper()
-		l := warrant.Listing{Server: srv}
-		for i := 0; i+1 < len(tools); i += 2 {
-			b, _ := Def(tools[i], tools[i+1])
-			if tools[i+1] == "" {
-				b = []byte("{\"name\":\"" + tools[i] + "\",\"description\":\"\xff\"}")
-			}
-			l.Tools = append(l.Tools, warrant.RawTool{Name: tools[i], Raw: b})
-		}
-		_, err := svc.Ingest(ctx, l)
+		_, err := svc.Ingest(ctx, listing(srv, tools...))
 		must(err)
 	}
 	d := func(tool, desc string) warrant.Digest { _, x := Def(tool, desc); return x }
