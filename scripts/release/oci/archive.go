@@ -46,28 +46,38 @@ type entry struct {
 // maxArchiveEntry bounds one blob read into memory (an image layer holds one static binary).
 const maxArchiveEntry = 512 << 20
 
-func normalize(src, dst string, mtime time.Time) error {
-	f, err := os.Open(src)
+// eachEntry calls fn with every entry of the tar file at name, in order, and the reader of its
+// contents; it stops at fn's first error.
+func eachEntry(name string, fn func(h *tar.Header, r io.Reader) error) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var entries []entry
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", src, err)
+			return fmt.Errorf("read %s: %w", name, err)
 		}
+		if err := fn(h, tr); err != nil {
+			return err
+		}
+	}
+}
+
+func normalize(src, dst string, mtime time.Time) error {
+	var entries []entry
+	err := eachEntry(src, func(h *tar.Header, r io.Reader) error {
 		name := strings.TrimSuffix(path.Clean(h.Name), "/")
 		switch h.Typeflag {
 		case tar.TypeDir:
 			entries = append(entries, entry{name: name, dir: true})
 		case tar.TypeReg:
-			data, err := io.ReadAll(io.LimitReader(tr, maxArchiveEntry+1))
+			data, err := io.ReadAll(io.LimitReader(r, maxArchiveEntry+1))
 			if err != nil {
 				return err
 			}
@@ -78,6 +88,10 @@ func normalize(src, dst string, mtime time.Time) error {
 		default:
 			return fmt.Errorf("%s: entry %s has unexpected type %c", src, name, h.Typeflag)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	rank := func(name string) int {
 		switch name {
@@ -181,42 +195,29 @@ type descriptor struct {
 // uncompressed digest equal to the config's diff_id. It returns the image with the SHA-256
 // of every regular file in it.
 func ReadArchive(path string) (*Image, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	blobs := map[string]int64{}  // digest hex → size
 	small := map[string][]byte{} // blobs and files up to 1 MiB: index, manifest, config
 	seen := map[string]bool{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	err := eachEntry(path, func(h *tar.Header, r io.Reader) error {
 		name := strings.TrimSuffix(h.Name, "/")
 		if seen[name] {
-			return nil, fmt.Errorf("%s: entry %s appears twice", path, name)
+			return fmt.Errorf("%s: entry %s appears twice", path, name)
 		}
 		seen[name] = true
 		if h.Typeflag == tar.TypeDir {
 			if name != "blobs" && name != "blobs/sha256" {
-				return nil, fmt.Errorf("%s: unexpected directory %s", path, name)
+				return fmt.Errorf("%s: unexpected directory %s", path, name)
 			}
-			continue
+			return nil
 		}
 		if h.Typeflag != tar.TypeReg {
-			return nil, fmt.Errorf("%s: entry %s is not a regular file", path, name)
+			return fmt.Errorf("%s: entry %s is not a regular file", path, name)
 		}
 		hash := sha256.New()
 		var head bytes.Buffer
-		n, err := io.Copy(io.MultiWriter(hash, &limitedBuffer{buf: &head, max: 1 << 20}), tr)
+		n, err := io.Copy(io.MultiWriter(hash, &limitedBuffer{buf: &head, max: 1 << 20}), r)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
+			return fmt.Errorf("%s: %s: %w", path, name, err)
 		}
 		if n <= 1<<20 {
 			small[name] = head.Bytes()
@@ -224,13 +225,17 @@ func ReadArchive(path string) (*Image, error) {
 		switch m := blobName.FindStringSubmatch(name); {
 		case m != nil:
 			if got := hex.EncodeToString(hash.Sum(nil)); got != m[1] {
-				return nil, fmt.Errorf("%s: blob %s has SHA-256 %s", path, m[1], got)
+				return fmt.Errorf("%s: blob %s has SHA-256 %s", path, m[1], got)
 			}
 			blobs[m[1]] = n
 		case name == "oci-layout" || name == "index.json":
 		default:
-			return nil, fmt.Errorf("%s: unexpected entry %s", path, name)
+			return fmt.Errorf("%s: unexpected entry %s", path, name)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var layout struct {
 		Version string `json:"imageLayoutVersion"`
