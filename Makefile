@@ -138,3 +138,7 @@ build-ApprovalsFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/approvals
 build-CheckpointFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/checkpoint
+
+## print-VAR: the value of a make variable (CI reads the pinned tool versions this way)
+print-%:
+	@echo '$($*)'
