@@ -232,13 +232,14 @@ func report(w io.Writer, padID string, ch *lockerclient.Chain, err error, asJSON
 		}
 		return cli.Exit(code, nil)
 	}
+	if code == exitDaemonError {
+		// Nothing was read: the one line on stderr says why, and stdout stays empty.
+		return cli.Exit(code, hint.explain(padID, de))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, a...)) }
 	row("pad", "%s", padID)
 	switch code {
-	case exitDaemonError:
-		tw.Flush()
-		return cli.Exit(code, hint.explain(padID, de))
 	case exitNotVerified:
 		row("chain", "NOT VERIFIED (%s): %s", ve.Cause, ve.Reason)
 		row("verdict", "%s: nothing from this pad should be trusted", ve.Integrity.Verdict)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +92,9 @@ func TestInspectExitCodes(t *testing.T) {
 			}
 			if tc.name == "malformed head" && out != "" {
 				t.Errorf("a malformed --expected-head was reported as a verification: %s", out)
+			}
+			if code == 1 && !slices.Contains(tc.args, "--json") && out != "" {
+				t.Errorf("a daemon error printed a report on stdout (only stderr should speak): %s", out)
 			}
 			if !strings.Contains(errs, tc.stderr) {
 				t.Errorf("stderr lacks %q: %s", tc.stderr, errs)
