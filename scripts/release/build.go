@@ -121,7 +121,7 @@ func runBuild(ctx context.Context, o buildOptions, env cli.Env) error {
 	}
 	full, err := git(ctx, repo, "rev-parse", "--verify", o.commit+"^{commit}")
 	if err != nil {
-		return fmt.Errorf("%q names no commit in %s: tag the commit to release first (git tag %s), or name one that exists (COMMIT=HEAD, a branch or a hash)", o.commit, repo, o.commit)
+		return fmt.Errorf("%q names no commit in %s: tag the commit to release first (git tag %s), or name one that exists (COMMIT=HEAD, a branch or a hash) (%w)", o.commit, repo, o.commit, err)
 	}
 	commit := strings.TrimSpace(string(full))
 	ctime, err := git(ctx, repo, "show", "-s", "--format=%cI", commit)
