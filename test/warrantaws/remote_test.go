@@ -34,12 +34,7 @@ func TestRemoteCLI(t *testing.T) {
 	url := gw.start(t)
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolwarrant")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolwarrant")
-	build.Dir = testenv.RepoRoot(t)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build toolwarrant: %v\n%s", err, b)
-	}
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
 	// run runs the CLI as the holder of akid/secret, with no catalog file anywhere: every
 	// answer comes through the API.
 	run := func(akid, secret string, want int, args ...string) (string, string) {

@@ -115,12 +115,7 @@ func TestCheckpointNoteOnAWS(t *testing.T) {
 
 	// The CLI, as a reader of the bucket (the checkpoint role), against an export.
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolwarrant")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolwarrant")
-	build.Dir = testenv.RepoRoot(t)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build toolwarrant: %v\n%s", err, b)
-	}
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
 	var exp bytes.Buffer
 	if err := audit.WriteExport(&exp, recs); err != nil {
 		t.Fatal(err)
