@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,8 +14,9 @@ import (
 	"time"
 )
 
-// The end-to-end suites' shared helpers: build one of this module's commands, find a free
-// loopback port, start a process and wait until it says it is ready, and stop it by PID.
+// The end-to-end suites' shared helpers: build one of this module's commands, run one to
+// its exit code, find a free loopback port, start a process and wait until it says it is
+// ready, and stop it by PID.
 
 // ReadyTimeout bounds how long StartProcess waits for a process to say it is ready.
 const ReadyTimeout = 30 * time.Second
@@ -32,6 +34,23 @@ func BuildCommand(t testing.TB, pkg string) string {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
+}
+
+// RunCommand runs cmd to completion with its stdout and stderr captured and returns its
+// exit code (0 on success; -1, as ExitCode says, when a signal ended it) and both outputs.
+// A command that cannot be run at all (not found, not started) fails the test.
+func RunCommand(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
 
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.

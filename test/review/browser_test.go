@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -100,20 +99,11 @@ func TestReviewPageInBrowser(t *testing.T) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "TOOLWARRANT_CATALOG="+catalog, "TOOLWARRANT_IDENTITY=crawler@test")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, stdout, stderr := testenv.RunCommand(t, cmd)
 		if code != want {
-			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, stdout, stderr)
 		}
-		return out.String()
+		return stdout
 	}
 
 	// The catalog: the fixture crawled once, get_forecast approved (with the 12-digit

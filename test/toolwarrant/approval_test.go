@@ -190,20 +190,7 @@ func TestTamperingCaughtByAuditVerify(t *testing.T) {
 		w, final, db := setup(t)
 		// Rewrite the last entry (a crawl after the last human signature) and re-sign it,
 		// and, as a second forgery, the whole log from the trust list on.
-		recs, _ := w.cat.AuditRecords(t.Context(), 0, 1000)
-		last := recs[len(recs)-1]
-		forged, err := (&audit.Chainer{Signer: w.log}).Chain(t.Context(), warrant.AuditHead{Seq: last.Seq - 1, Hash: last.PrevHash},
-			[]warrant.Event{{Type: last.Type, Actor: last.Actor, At: last.At, Body: []byte(`{"server":"s","crawl":4,"observations":[]}`)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := forged[0]
-		if _, err := db.Exec(`UPDATE audit SET body = ?, hash = ?, signature = ? WHERE seq = ?`, f.Body, f.Hash, f.Signature, f.Seq); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`UPDATE audit_head SET hash = ? WHERE id = 1`, f.Hash); err != nil {
-			t.Fatal(err)
-		}
+		forgeNewest(t, w, db, 4)
 		if r := w.verify(t); r.code != 0 {
 			t.Fatalf("a re-signed rewrite is consistent on its own; audit verify said: %s", r)
 		}
@@ -215,7 +202,7 @@ func TestTamperingCaughtByAuditVerify(t *testing.T) {
 		if _, err := db.Exec(`UPDATE audit SET body = CAST(replace(CAST(body AS TEXT), '"principal":"bob"', '"principal":"mallory"') AS BLOB) WHERE seq = 1`); err != nil {
 			t.Fatal(err)
 		}
-		recs, _ = w.cat.AuditRecords(t.Context(), 0, 1000)
+		recs, _ := w.cat.AuditRecords(t.Context(), 0, 1000)
 		re, err := rechain(t, w, recs)
 		if err != nil {
 			t.Fatal(err)
@@ -229,6 +216,28 @@ func TestTamperingCaughtByAuditVerify(t *testing.T) {
 			t.Errorf("audit verify --trust-root: %s", r)
 		}
 	})
+}
+
+// forgeNewest rewrites the newest audit entry as a crawl numbered crawl, chained and
+// signed with the log key, and points the head at it, as a thief with the log key and
+// write access to the catalog would. db is the catalog with the update triggers dropped.
+func forgeNewest(t *testing.T, w *world, db *sql.DB, crawl int) {
+	t.Helper()
+	recs, _ := w.cat.AuditRecords(t.Context(), 0, 1000)
+	last := recs[len(recs)-1]
+	body := fmt.Sprintf(`{"server":"s","crawl":%d,"observations":[]}`, crawl)
+	forged, err := (&audit.Chainer{Signer: w.log}).Chain(t.Context(), warrant.AuditHead{Seq: last.Seq - 1, Hash: last.PrevHash},
+		[]warrant.Event{{Type: last.Type, Actor: last.Actor, At: last.At, Body: []byte(body)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := forged[0]
+	if _, err := db.Exec(`UPDATE audit SET body = ?, hash = ?, signature = ? WHERE seq = ?`, f.Body, f.Hash, f.Signature, f.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE audit_head SET hash = ? WHERE id = 1`, f.Hash); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // rechain recomputes hashes and log signatures of records with their bodies as stored

@@ -1,9 +1,7 @@
 package toolwarrant
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -68,21 +66,20 @@ func (r run) String() string {
 // tw runs the built toolwarrant with the catalog in dir.
 func tw(t *testing.T, bin, dir string, args ...string) run {
 	t.Helper()
+	return twWith(t, bin, dir, nil, args...)
+}
+
+// twWith is tw with extra environment (later values win).
+func twWith(t *testing.T, bin, dir string, env []string, args ...string) run {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	// The transparency state (checkpoint key, last seen checkpoint) stays in the test's dir.
 	cmd.Env = append(os.Environ(), "TOOLWARRANT_CATALOG="+filepath.Join(dir, "toolwarrant.db"), "TOOLWARRANT_IDENTITY=e2e@test",
 		"TOOLWARRANT_CONFIG_DIR="+filepath.Join(dir, "config"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return run{code, out.String(), errb.String()}
+	cmd.Env = append(cmd.Env, env...)
+	code, stdout, stderr := testenv.RunCommand(t, cmd)
+	return run{code, stdout, stderr}
 }
 
 type row struct {

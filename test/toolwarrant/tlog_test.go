@@ -14,7 +14,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
 )
@@ -242,20 +241,7 @@ func TestPlainVerifyCatchesTamperingAfterACheckpoint(t *testing.T) {
 	})
 	t.Run("newest entry rewritten and re-signed with the log key", func(t *testing.T) {
 		w, db, head := setup(t)
-		recs, _ := w.cat.AuditRecords(t.Context(), 0, 1000)
-		last := recs[len(recs)-1]
-		forged, err := (&audit.Chainer{Signer: w.log}).Chain(t.Context(), warrant.AuditHead{Seq: last.Seq - 1, Hash: last.PrevHash},
-			[]warrant.Event{{Type: last.Type, Actor: last.Actor, At: last.At, Body: []byte(`{"server":"s","crawl":4,"observations":[]}`)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := forged[0]
-		if _, err := db.Exec(`UPDATE audit SET body = ?, hash = ?, signature = ? WHERE seq = ?`, f.Body, f.Hash, f.Signature, f.Seq); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`UPDATE audit_head SET hash = ? WHERE id = 1`, f.Hash); err != nil {
-			t.Fatal(err)
-		}
+		forgeNewest(t, w, db, 4)
 		r := w.verify(t)
 		want := fmt.Sprintf("but checkpoint %d of ", head.Seq)
 		if r.code != 1 || !strings.Contains(r.stdout, want) {

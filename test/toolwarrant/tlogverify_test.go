@@ -39,12 +39,7 @@ func TestDocsVerifier(t *testing.T) {
 	if err := os.WriteFile(proof, []byte(r.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "tlogverify")
-	build := exec.Command(testenv.LookPath(t, "go"), "build", "-o", bin, "./cmd/toolwarrant/testdata/tlogverify")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build tlogverify: %v\n%s", err, out)
-	}
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant/testdata/tlogverify")
 	out, err := exec.Command(bin, vkey, proof).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "entry 3 of ") {
 		t.Fatalf("tlogverify: %v\n%s", err, out)

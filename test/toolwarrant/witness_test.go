@@ -1,9 +1,7 @@
 package toolwarrant
 
 import (
-	"bytes"
 	"database/sql"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -15,9 +13,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
-	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 // litewitness is a real c2sp.org/tlog-witness implementation no one here wrote
@@ -93,26 +89,11 @@ func (lw *litewitness) addLog(t *testing.T, origin, vkey string) {
 	}
 }
 
-// twEnv is tw with extra environment (later values win).
-func twEnv(t *testing.T, dir string, env []string, args ...string) run {
+// twEnv is w.tw with extra environment (later values win).
+func (w *world) twEnv(t *testing.T, env []string, args ...string) run {
 	t.Helper()
 	bin, _ := binaries(t)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOLWARRANT_CATALOG="+filepath.Join(dir, "toolwarrant.db"), "TOOLWARRANT_IDENTITY=e2e@test",
-		"TOOLWARRANT_CONFIG_DIR="+filepath.Join(dir, "config"))
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return run{code, out.String(), errb.String()}
+	return twWith(t, bin, w.dir, env, args...)
 }
 
 // TestWitnessCosignsAndRefusesAFork: issue 18's third "done when", against litewitness.
@@ -168,27 +149,14 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	if _, err := db.Exec(`DROP TRIGGER audit_no_update; DROP TRIGGER audit_head_advances`); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := w.cat.AuditRecords(t.Context(), 0, 1000)
-	last := recs[len(recs)-1]
-	forged, err := (&audit.Chainer{Signer: w.log}).Chain(t.Context(), warrant.AuditHead{Seq: last.Seq - 1, Hash: last.PrevHash},
-		[]warrant.Event{{Type: last.Type, Actor: last.Actor, At: last.At, Body: []byte(`{"server":"s","crawl":9,"observations":[]}`)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := forged[0]
-	if _, err := db.Exec(`UPDATE audit SET body = ?, hash = ?, signature = ? WHERE seq = ?`, f.Body, f.Hash, f.Signature, f.Seq); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE audit_head SET hash = ? WHERE id = 1`, f.Hash); err != nil {
-		t.Fatal(err)
-	}
+	forgeNewest(t, w, db, 9)
 	w.ingest(t, 2)
 	key := filepath.Join(w.dir, "config", "logs")
 	keys, _ := filepath.Glob(filepath.Join(key, "*", "checkpoint.key"))
 	if len(keys) != 1 {
 		t.Fatalf("checkpoint keys %v", keys)
 	}
-	r = twEnv(t, w.dir, []string{"TOOLWARRANT_CONFIG_DIR=" + filepath.Join(w.dir, "elsewhere")}, "audit", "checkpoint",
+	r = w.twEnv(t, []string{"TOOLWARRANT_CONFIG_DIR=" + filepath.Join(w.dir, "elsewhere")}, "audit", "checkpoint",
 		"--dir", filepath.Join(w.dir, "fork"), "--key", keys[0], "--origin", origin, "--witness", lw.url)
 	if r.code != 1 || !strings.Contains(r.stderr, "not consistent with the one it cosigned") {
 		t.Errorf("a forked checkpoint submitted to the witness: %s\nwant exit 1 and the witness's refusal", r)

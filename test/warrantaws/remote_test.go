@@ -1,10 +1,8 @@
 package warrantaws_test
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,12 +34,7 @@ func TestRemoteCLI(t *testing.T) {
 	url := gw.start(t)
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolwarrant")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolwarrant")
-	build.Dir = testenv.RepoRoot(t)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build toolwarrant: %v\n%s", err, b)
-	}
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
 	// run runs the CLI as the holder of akid/secret, with no catalog file anywhere: every
 	// answer comes through the API.
 	run := func(akid, secret string, want int, args ...string) (string, string) {
@@ -51,20 +44,11 @@ func TestRemoteCLI(t *testing.T) {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
 			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, stdout, stderr := testenv.RunCommand(t, cmd)
 		if code != want {
-			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, out.String(), errb.String())
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
 		}
-		return out.String(), errb.String()
+		return stdout, stderr
 	}
 	asAlice := func(want int, args ...string) (string, string) {
 		return run("AKIDALICE", "alice-secret", want, args...)

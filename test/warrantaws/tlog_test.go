@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,12 +115,7 @@ func TestCheckpointNoteOnAWS(t *testing.T) {
 
 	// The CLI, as a reader of the bucket (the checkpoint role), against an export.
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolwarrant")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolwarrant")
-	build.Dir = testenv.RepoRoot(t)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build toolwarrant: %v\n%s", err, b)
-	}
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
 	var exp bytes.Buffer
 	if err := audit.WriteExport(&exp, recs); err != nil {
 		t.Fatal(err)
@@ -147,17 +141,7 @@ func TestCheckpointNoteOnAWS(t *testing.T) {
 		cmd.Dir = dir
 		cmd.Env = append(s.dep.Roles["CheckpointRole"].Env(t), "PATH="+os.Getenv("PATH"), "HOME="+dir,
 			"AWS_CONFIG_FILE="+filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "none"))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
+		return testenv.RunCommand(t, cmd)
 	}
 	want := "checkpoint " + strconv.FormatInt(second.Head.Seq, 10) + " of " + s.dep.Origin
 	if code, out, errs := cli(full); code != 0 || !strings.Contains(errs, "consistent with "+want) {
