@@ -40,26 +40,93 @@ type ack struct {
 	CurrHash string `json:"curr_hash"`
 }
 
+// daemonTest skips the test in -short mode (saying why: it builds and then kills or
+// signals a daemon), builds lockerd, and returns it with a fresh store path.
+func daemonTest(t *testing.T, why string) (bin, db string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	return buildLockerd(t), filepath.Join(t.TempDir(), "locker.db")
+}
+
+// padKeys are a new pad's id and credentials.
+type padKeys struct{ PadID, WriteKey, ReadTicket string }
+
+// createPad creates a pad with the JSON request body and returns its keys.
+func createPad(t *testing.T, url, body string) padKeys {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/pads", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]string
+	json.NewDecoder(resp.Body).Decode(&raw)
+	resp.Body.Close()
+	return padKeys{raw["pad_id"], raw["write_key"], raw["read_ticket"]}
+}
+
+// appendBlock appends payload to the pad. ok is whether the daemon acknowledged it (201
+// with a readable ack); err is set when the request failed, i.e. the daemon is gone.
+func appendBlock(ctx context.Context, url string, p padKeys, payload string) (a ack, ok bool, err error) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/pads/"+p.PadID+"/append", strings.NewReader(payload))
+	req.Header.Set("Authorization", "Bearer "+p.WriteKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ack{}, false, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		return ack{}, false, nil
+	}
+	ok = json.Unmarshal(body, &a) == nil
+	return a, ok, nil
+}
+
+// killLockerd sends SIGKILL to the daemon and reaps it.
+func killLockerd(t *testing.T, proc *exec.Cmd) {
+	t.Helper()
+	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = proc.Process.Wait()
+}
+
+// storedBlocks reads every block of the pad (seq → curr_hash), 256 at a time, with its
+// read ticket.
+func storedBlocks(t *testing.T, url string, p padKeys) map[int]string {
+	t.Helper()
+	stored := map[int]string{}
+	for from := 0; from < 5000; from += 256 {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/v1/pads/%s/blocks?from=%d&to=%d", url, p.PadID, from, from+255), nil)
+		req.Header.Set("Authorization", "Bearer "+p.ReadTicket)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Blocks []ack `json:"blocks"`
+		}
+		json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if len(page.Blocks) == 0 {
+			break
+		}
+		for _, b := range page.Blocks {
+			stored[b.Seq] = b.CurrHash
+		}
+	}
+	return stored
+}
+
 // TestCrashSafety appends in a loop, kills lockerd with SIGKILL while appends are in flight,
 // restarts it on the same file, and finds every acknowledged block present and the store
 // consistent (check-integrity exit 0).
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a daemon")
-	}
-	bin := buildLockerd(t)
-	db := filepath.Join(t.TempDir(), "locker.db")
+	bin, db := daemonTest(t, "builds and kills a daemon")
 	proc, url := startLockerd(t, bin, db)
-
-	resp, err := http.Post(url+"/v1/pads", "application/json", strings.NewReader(`{"max_blocks":4096}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pad struct{ PadID, WriteKey, ReadTicket string }
-	var raw map[string]string
-	json.NewDecoder(resp.Body).Decode(&raw)
-	resp.Body.Close()
-	pad.PadID, pad.WriteKey, pad.ReadTicket = raw["pad_id"], raw["write_key"], raw["read_ticket"]
+	pad := createPad(t, url, `{"max_blocks":4096}`)
 
 	var mu sync.Mutex
 	var acks []ack
@@ -77,19 +144,11 @@ func TestCrashSafety(t *testing.T) {
 					payload = `{"schema":"locker.handoff.v1","task_id":"crash","from_agent":"a","to_agent":"b","constraints":[],"artifacts":[],"budget_usd":null}`
 				}
 				mu.Unlock()
-				req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/pads/"+pad.PadID+"/append", strings.NewReader(payload))
-				req.Header.Set("Authorization", "Bearer "+pad.WriteKey)
-				resp, err := http.DefaultClient.Do(req)
+				a, ok, err := appendBlock(ctx, url, pad, payload)
 				if err != nil {
 					return // the daemon is gone
 				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 201 {
-					continue // block 0 not yet there for this writer, or a quota
-				}
-				var a ack
-				if json.Unmarshal(body, &a) == nil {
+				if ok { // not ok: block 0 not yet there for this writer, or a quota
 					mu.Lock()
 					acks = append(acks, a)
 					mu.Unlock()
@@ -107,10 +166,7 @@ func TestCrashSafety(t *testing.T) {
 			break
 		}
 	}
-	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = proc.Process.Wait()
+	killLockerd(t, proc)
 	cancel()
 	wg.Wait()
 	if len(acks) == 0 {
@@ -118,26 +174,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 
 	_, url = startLockerd(t, bin, db)
-	stored := map[int]string{}
-	for from := 0; from < 5000; from += 256 {
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/v1/pads/%s/blocks?from=%d&to=%d", url, pad.PadID, from, from+255), nil)
-		req.Header.Set("Authorization", "Bearer "+pad.ReadTicket)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var page struct {
-			Blocks []ack `json:"blocks"`
-		}
-		json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if len(page.Blocks) == 0 {
-			break
-		}
-		for _, b := range page.Blocks {
-			stored[b.Seq] = b.CurrHash
-		}
-	}
+	stored := storedBlocks(t, url, pad)
 	for _, a := range acks {
 		if stored[a.Seq] != a.CurrHash {
 			t.Errorf("acknowledged block %d (%s) is missing after the crash", a.Seq, a.CurrHash)
@@ -145,8 +182,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 	t.Logf("%d acknowledged before SIGKILL, %d stored after restart", len(acks), len(stored))
 
-	out, err := exec.CommandContext(t.Context(), bin, "check-integrity", db).CombinedOutput()
-	if err != nil {
+	if out, err := runCheck(t, bin, db); err != nil {
 		t.Errorf("check-integrity after crash: %v\n%s", err, out)
 	}
 }

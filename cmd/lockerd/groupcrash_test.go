@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -20,14 +13,9 @@ import (
 // commit) — restarts it on the same file, and finds every acknowledged block stored, three
 // times over; check-integrity passes after each crash.
 func TestCrashSafetyGroupedCommits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a daemon")
-	}
-	bin := buildLockerd(t)
-	db := filepath.Join(t.TempDir(), "locker.db")
+	bin, db := daemonTest(t, "builds and kills a daemon")
 	const writers = 16
-	type padRef struct{ id, key, ticket string }
-	pads := make([]padRef, writers)
+	pads := make([]padKeys, writers)
 	acks := make([]map[int]string, writers) // per pad: seq → curr_hash acknowledged
 	for i := range acks {
 		acks[i] = map[int]string{}
@@ -37,14 +25,7 @@ func TestCrashSafetyGroupedCommits(t *testing.T) {
 		proc, url := startLockerd(t, bin, db)
 		if round == 0 {
 			for i := range pads {
-				resp, err := http.Post(url+"/v1/pads", "application/json", strings.NewReader(`{"max_blocks":4096,"ttl_seconds":86400}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var raw map[string]string
-				json.NewDecoder(resp.Body).Decode(&raw)
-				resp.Body.Close()
-				pads[i] = padRef{raw["pad_id"], raw["write_key"], raw["read_ticket"]}
+				pads[i] = createPad(t, url, `{"max_blocks":4096,"ttl_seconds":86400}`)
 			}
 		}
 		var mu sync.Mutex
@@ -62,19 +43,11 @@ func TestCrashSafetyGroupedCommits(t *testing.T) {
 						payload = env
 					}
 					mu.Unlock()
-					req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/pads/"+pads[w].id+"/append", strings.NewReader(payload))
-					req.Header.Set("Authorization", "Bearer "+pads[w].key)
-					resp, err := http.DefaultClient.Do(req)
+					a, ok, err := appendBlock(ctx, url, pads[w], payload)
 					if err != nil {
 						return // the daemon is gone
 					}
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 201 {
-						continue
-					}
-					var a ack
-					if json.Unmarshal(body, &a) == nil {
+					if ok {
 						mu.Lock()
 						acks[w][a.Seq] = a.CurrHash
 						total++
@@ -92,17 +65,13 @@ func TestCrashSafetyGroupedCommits(t *testing.T) {
 				break
 			}
 		}
-		if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = proc.Process.Wait()
+		killLockerd(t, proc)
 		cancel()
 		wg.Wait()
 		if total == 0 {
 			t.Fatalf("round %d: nothing was acknowledged before the kill", round)
 		}
-		out, err := exec.CommandContext(t.Context(), bin, "check-integrity", db).CombinedOutput()
-		if err != nil {
+		if out, err := runCheck(t, bin, db); err != nil {
 			t.Fatalf("round %d: check-integrity after the crash: %v\n%s", round, err, out)
 		}
 		t.Logf("round %d: %d appends acknowledged before SIGKILL", round, total)
@@ -110,26 +79,7 @@ func TestCrashSafetyGroupedCommits(t *testing.T) {
 	_, url := startLockerd(t, bin, db)
 	lost := 0
 	for w, p := range pads {
-		stored := map[int]string{}
-		for from := 0; from < 5000; from += 256 {
-			req, _ := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/v1/pads/%s/blocks?from=%d&to=%d", url, p.id, from, from+255), nil)
-			req.Header.Set("Authorization", "Bearer "+p.ticket)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var page struct {
-				Blocks []ack `json:"blocks"`
-			}
-			json.NewDecoder(resp.Body).Decode(&page)
-			resp.Body.Close()
-			if len(page.Blocks) == 0 {
-				break
-			}
-			for _, b := range page.Blocks {
-				stored[b.Seq] = b.CurrHash
-			}
-		}
+		stored := storedBlocks(t, url, p)
 		for seq, h := range acks[w] {
 			if stored[seq] != h {
 				lost++

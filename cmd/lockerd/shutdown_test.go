@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,24 +14,13 @@ import (
 // SIGTERM, then sends the rest: the request completes with 201, the block is stored, and the
 // daemon exits 0 without accepting new work.
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and signals a daemon")
-	}
-	bin := buildLockerd(t)
-	db := filepath.Join(t.TempDir(), "locker.db")
+	bin, db := daemonTest(t, "builds and signals a daemon")
 	proc, url := startLockerd(t, bin, db)
-
-	resp, err := http.Post(url+"/v1/pads", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pad map[string]string
-	json.NewDecoder(resp.Body).Decode(&pad)
-	resp.Body.Close()
+	pad := createPad(t, url, `{}`)
 
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/v1/pads/"+pad["pad_id"]+"/append", pr)
-	req.Header.Set("Authorization", "Bearer "+pad["write_key"])
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/v1/pads/"+pad.PadID+"/append", pr)
+	req.Header.Set("Authorization", "Bearer "+pad.WriteKey)
 	type result struct {
 		status int
 		body   string

@@ -57,18 +57,27 @@ func runBounded(t *testing.T, env []string, argv ...string) (stdout, stderr stri
 	return out.String(), errb.String(), err
 }
 
-// TestInspectorOverStdio builds lockermcp and lockerd, runs lockerd, and drives lockermcp
-// over real stdio with the MCP Inspector CLI: list the tools, then read demo-pad-v1.
-func TestInspectorOverStdio(t *testing.T) {
+// inspectorSetup skips in -short mode; otherwise it builds lockermcp (mcpBin) and lockerd,
+// runs lockerd (at url), and returns the Inspector's environment (a fresh HOME and
+// catalog) and base, the Inspector CLI command line driving mcpBin against url.
+func inspectorSetup(t *testing.T) (mcpBin, url string, env, base []string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds binaries and runs node")
 	}
-	argv := inspectorCLI(t)
-	mcpBin := testenv.BuildCommand(t, "./cmd/lockermcp")
-	url := startLockerd(t, testenv.BuildCommand(t, "./cmd/lockerd"))
+	argv := inspectorCLI(t) // first: skips or fails before building when node is missing
+	mcpBin = testenv.BuildCommand(t, "./cmd/lockermcp")
+	url = startLockerd(t, testenv.BuildCommand(t, "./cmd/lockerd"))
 	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "catalog.json"), "NO_COLOR=1")
-	base := append(append([]string{}, argv...), mcpBin, "-e", "LOCKER_URL="+url)
+	env = append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "catalog.json"), "NO_COLOR=1")
+	base = append(argv, mcpBin, "-e", "LOCKER_URL="+url)
+	return mcpBin, url, env, base
+}
+
+// TestInspectorOverStdio builds lockermcp and lockerd, runs lockerd, and drives lockermcp
+// over real stdio with the MCP Inspector CLI: list the tools, then read demo-pad-v1.
+func TestInspectorOverStdio(t *testing.T) {
+	mcpBin, url, env, base := inspectorSetup(t)
 
 	out, errs, err := runBounded(t, env, append(base, "--method", "tools/list", "--strict")...)
 	if err != nil {

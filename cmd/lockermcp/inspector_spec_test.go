@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
-	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
 // TestInspectorBySpec drives lockermcp with the MCP Inspector CLI (pinned in test/) and
@@ -18,15 +17,7 @@ import (
 // and notifications/progress during a deposit given a progress token (seen on the wire
 // through a tee between the Inspector and lockermcp).
 func TestInspectorBySpec(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds binaries and runs node")
-	}
-	argv := inspectorCLI(t)
-	mcpBin := testenv.BuildCommand(t, "./cmd/lockermcp")
-	url := startLockerd(t, testenv.BuildCommand(t, "./cmd/lockerd"))
-	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "catalog.json"), "NO_COLOR=1")
-	base := append(append([]string{}, argv...), mcpBin, "-e", "LOCKER_URL="+url)
+	mcpBin, url, env, base := inspectorSetup(t)
 	jsonOut := []string{"--format", "json", "-q"}
 
 	out, errs, err := runBounded(t, env, append(append(base, "--method", "tools/list"), jsonOut...)...)
@@ -79,7 +70,7 @@ func TestInspectorBySpec(t *testing.T) {
 
 	// A deposit with a progress token, lockermcp's stdout teed to a file.
 	wire := filepath.Join(t.TempDir(), "wire.jsonl")
-	tee := append(append([]string{}, argv...), "sh", "-c", "exec \"$0\" | tee \"$1\"", mcpBin, wire, "-e", "LOCKER_URL="+url)
+	tee := append(inspectorCLI(t), "sh", "-c", "exec \"$0\" | tee \"$1\"", mcpBin, wire, "-e", "LOCKER_URL="+url)
 	envelope := `{"schema":"locker.handoff.v1","task_id":"t-1","from_agent":"a","to_agent":"b","constraints":[],"artifacts":[],"budget_usd":null}`
 	out, errs, err = runBounded(t, env, append(append(tee, "--method", "tools/call", "--tool-name", "locker_deposit",
 		"--tool-args-json", `{"envelope":`+envelope+`,"artifacts":["one","two"]}`, "--tool-metadata", "progressToken=dep-1"), jsonOut...)...)

@@ -27,11 +27,7 @@ func TestServeAndEmitCoverEveryServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if r := tw(ctx, dir, "crawl"); r.code > 1 {
-		t.Fatalf("crawl: %s", r)
-	}
-	approver := sshKeygen(t, dir, "approver")
-	twOK(t, dir, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	approver := crawlAndTrust(ctx, t, dir)
 	for _, name := range []string{"wx", "wx2"} {
 		r := twOK(t, dir, "approve", name, "get_forecast", "--hash", twDigest(t, twForecast), "--sign-key", approver, "--json")
 		if !strings.Contains(r.stdout, `"decision": "approved"`) || !strings.Contains(r.stdout, `"auditHead": {`) {

@@ -63,6 +63,19 @@ func twOK(t *testing.T, dir string, args ...string) twResult {
 	return r
 }
 
+// crawlAndTrust crawls dir's catalog (exit 1, drift found, is fine; 2 or more fails the
+// test), then makes the SSH key "approver" in dir and trusts it as approver@example. It
+// returns the private key's path.
+func crawlAndTrust(ctx context.Context, t *testing.T, dir string) string {
+	t.Helper()
+	if r := tw(ctx, dir, "crawl"); r.code > 1 {
+		t.Fatalf("crawl: %s", r)
+	}
+	approver := sshKeygen(t, dir, "approver")
+	twOK(t, dir, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	return approver
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
@@ -141,11 +154,7 @@ func TestServeEmitVerifyGateway(t *testing.T) {
 	twOK(t, dir, "server", "add", "wx", upstream.URL+"/mcp", "--allow-private")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if r := tw(ctx, dir, "crawl"); r.code > 1 {
-		t.Fatalf("crawl: %s", r)
-	}
-	approver := sshKeygen(t, dir, "approver")
-	twOK(t, dir, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	approver := crawlAndTrust(ctx, t, dir)
 	twOK(t, dir, "approve", "wx", "get_forecast", "--hash", twDigest(t, twForecast), "--sign-key", approver)
 
 	procAddr := freeAddr(t)
@@ -262,11 +271,7 @@ func TestServeRecordsGatewayDrift(t *testing.T) {
 	twOK(t, dir, "server", "add", "wx", upstream.URL+"/mcp", "--allow-private")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if r := tw(ctx, dir, "crawl"); r.code > 1 {
-		t.Fatalf("crawl: %s", r)
-	}
-	approver := sshKeygen(t, dir, "approver")
-	twOK(t, dir, "trust", "init", "--ssh-key", approver+".pub", "--principal", "approver@example")
+	approver := crawlAndTrust(ctx, t, dir)
 	twOK(t, dir, "approve", "wx", "get_forecast", "--hash", twDigest(t, twForecast), "--sign-key", approver)
 	headBefore := auditEntries(t, dir)
 

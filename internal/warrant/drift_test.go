@@ -153,38 +153,52 @@ var driftCases = []struct {
 func TestDriftRules(t *testing.T) {
 	for _, tc := range driftCases {
 		t.Run(tc.name, func(t *testing.T) {
-			newM := decode(t, baseTool)
-			if tc.new != nil {
-				tc.new(newM)
-			}
-			var old []byte
-			if !tc.newTool {
-				oldM := decode(t, baseTool)
-				if tc.old != nil {
-					tc.old(oldM)
-				}
-				old = encode(t, oldM)
-			}
-			d, err := Grade(old, encode(t, newM), GradeOptions{Names: NewNames(tc.names)})
+			before, after := edited(t, baseTool, tc.old, tc.new, tc.newTool)
+			d, err := Grade(before, after, GradeOptions{Names: NewNames(tc.names)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Grade != tc.grade {
-				t.Errorf("grade = %s, want %s; changes:\n%s", d.Grade, tc.grade, dump(d))
-			}
-			found := false
-			for _, c := range d.Changes {
-				if c.Rule == tc.rule && c.Pointer == tc.pointer {
-					found = true
-					if c.Severity != SeverityOf(tc.rule) || c.Reason == "" {
-						t.Errorf("change %+v: severity or reason wrong", c)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("no %s change at %q; changes:\n%s", tc.rule, tc.pointer, dump(d))
-			}
+			checkDrift(t, d, tc.grade, tc.rule, tc.pointer)
 		})
+	}
+}
+
+// edited returns base after the old and after the new edit (either may be nil); before is
+// nil when isNew (graded against nothing).
+func edited(t *testing.T, base string, oldEdit, newEdit edit, isNew bool) (before, after []byte) {
+	t.Helper()
+	newM := decode(t, base)
+	if newEdit != nil {
+		newEdit(newM)
+	}
+	if !isNew {
+		oldM := decode(t, base)
+		if oldEdit != nil {
+			oldEdit(oldM)
+		}
+		before = encode(t, oldM)
+	}
+	return before, encode(t, newM)
+}
+
+// checkDrift checks d's overall grade, and that it has a change of rule at pointer with the
+// rule's severity and a reason.
+func checkDrift(t *testing.T, d Drift, grade Severity, rule Rule, pointer string) {
+	t.Helper()
+	if d.Grade != grade {
+		t.Errorf("grade = %s, want %s; changes:\n%s", d.Grade, grade, dump(d))
+	}
+	found := false
+	for _, c := range d.Changes {
+		if c.Rule == rule && c.Pointer == pointer {
+			found = true
+			if c.Severity != SeverityOf(rule) || c.Reason == "" {
+				t.Errorf("change %+v: severity or reason wrong", c)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no %s change at %q; changes:\n%s", rule, pointer, dump(d))
 	}
 }
 

@@ -69,38 +69,13 @@ func TestItemRules(t *testing.T) {
 			case tc.removed:
 				d = GradeRemoved(tc.kind)
 			default:
-				newM := decode(t, tc.base)
-				if tc.new != nil {
-					tc.new(newM)
-				}
-				var old []byte
-				if !tc.isNew {
-					oldM := decode(t, tc.base)
-					if tc.old != nil {
-						tc.old(oldM)
-					}
-					old = encode(t, oldM)
-				}
-				d, err = GradeItem(tc.kind, old, encode(t, newM), GradeOptions{})
+				before, after := edited(t, tc.base, tc.old, tc.new, tc.isNew)
+				d, err = GradeItem(tc.kind, before, after, GradeOptions{})
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Grade != tc.grade {
-				t.Errorf("grade = %s, want %s; changes:\n%s", d.Grade, tc.grade, dump(d))
-			}
-			found := false
-			for _, c := range d.Changes {
-				if c.Rule == tc.rule && c.Pointer == tc.pointer {
-					found = true
-					if c.Severity != SeverityOf(tc.rule) || c.Reason == "" {
-						t.Errorf("change %+v: severity or reason wrong", c)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("no %s change at %q; changes:\n%s", tc.rule, tc.pointer, dump(d))
-			}
+			checkDrift(t, d, tc.grade, tc.rule, tc.pointer)
 		})
 	}
 }

@@ -21,7 +21,13 @@ import (
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(t), "docs", "spec", "agentgate.lock.schema.json")
+	return compileSpecSchema(t, "agentgate.lock.schema.json")
+}
+
+// compileSpecSchema compiles docs/spec/<name>, asserting formats.
+func compileSpecSchema(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	path := filepath.Join(testenv.RepoRoot(t), "docs", "spec", name)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +38,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	const url = "https://github.com/agentgate-dev/agentgate/docs/spec/agentgate.lock.schema.json"
+	url := "https://github.com/agentgate-dev/agentgate/docs/spec/" + name
 	if err := c.AddResource(url, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +47,38 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 		t.Fatalf("compile %s: %v", path, err)
 	}
 	return s
+}
+
+// refusal is one malformed edit of a valid document: both the schema and the parser
+// must refuse it, or (parserErr false) the parser accepts it with a warning.
+type refusal struct {
+	name      string
+	edit      func(string) string
+	parserErr bool // false: the parser accepts it with a warning
+}
+
+// checkRefusals applies each case's edit to good and checks the schema refuses the
+// result and parse reacts as the case says.
+func checkRefusals(t *testing.T, schema *jsonschema.Schema, good []byte, tests []refusal, parse func([]byte) ([]lockfile.Warning, error)) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := []byte(tc.edit(string(good)))
+			if bytes.Equal(bad, good) {
+				t.Fatal("edit did not change the document")
+			}
+			if err := validate(schema, bad); err == nil {
+				t.Errorf("schema accepts:\n%s", bad)
+			}
+			warns, err := parse(bad)
+			switch {
+			case tc.parserErr && err == nil:
+				t.Errorf("parser accepts what the schema refuses:\n%s", bad)
+			case !tc.parserErr && (err != nil || len(warns) == 0):
+				t.Errorf("parser should accept with a warning: err=%v warnings=%v", err, warns)
+			}
+		})
+	}
 }
 
 func validate(s *jsonschema.Schema, data []byte) error {
@@ -114,11 +152,7 @@ func TestSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 	}
 	good, _ := lf.Marshal()
 	tool := lf.Servers["s"].Tools[0]
-	tests := []struct {
-		name      string
-		edit      func(string) string
-		parserErr bool // false: the parser accepts it with a warning
-	}{
+	tests := []refusal{
 		{"lockfileVersion 2", func(s string) string { return strings.Replace(s, `"lockfileVersion": 1`, `"lockfileVersion": 2`, 1) }, true},
 		{"lockfileVersion as string", func(s string) string { return strings.Replace(s, `"lockfileVersion": 1`, `"lockfileVersion": "1"`, 1) }, true},
 		{"uppercase hash", func(s string) string {
@@ -138,22 +172,8 @@ func TestSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 		{"extra top-level field", func(s string) string { return strings.Replace(s, `"servers"`, `"extra": true, "servers"`, 1) }, false},
 		{"extra tool field", func(s string) string { return strings.Replace(s, `"name": "a",`, `"name": "a", "title": "A",`, 1) }, false},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := []byte(tc.edit(string(good)))
-			if bytes.Equal(bad, good) {
-				t.Fatal("edit did not change the document")
-			}
-			if err := validate(schema, bad); err == nil {
-				t.Errorf("schema accepts:\n%s", bad)
-			}
-			_, warns, err := lockfile.Parse(bad)
-			switch {
-			case tc.parserErr && err == nil:
-				t.Errorf("parser accepts what the schema refuses:\n%s", bad)
-			case !tc.parserErr && (err != nil || len(warns) == 0):
-				t.Errorf("parser should accept with a warning: err=%v warnings=%v", err, warns)
-			}
-		})
-	}
+	checkRefusals(t, schema, good, tests, func(b []byte) ([]lockfile.Warning, error) {
+		_, warns, err := lockfile.Parse(b)
+		return warns, err
+	})
 }

@@ -1,7 +1,6 @@
 package lockfile_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,26 +20,7 @@ import (
 
 func compileSchemaV2(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(t), "docs", "spec", "agentgate.lock.v2.schema.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	const url = "https://github.com/agentgate-dev/agentgate/docs/spec/agentgate.lock.v2.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		t.Fatalf("compile %s: %v", path, err)
-	}
-	return s
+	return compileSpecSchema(t, "agentgate.lock.v2.schema.json")
 }
 
 // randomV2 builds a version 2 lockfile from randomSurface's awkward names, with prompts
@@ -113,11 +93,7 @@ func TestSchemaV2RefusesWhatTheParserRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name      string
-		edit      func(string) string
-		parserErr bool
-	}{
+	tests := []refusal{
 		{"lockfileVersion 3", func(s string) string { return strings.Replace(s, `"lockfileVersion": 2`, `"lockfileVersion": 3`, 1) }, true},
 		{"digest without prefix", func(s string) string { return strings.Replace(s, `"digest": "sha256:`, `"digest": "`, 1) }, true},
 		{"capabilities not an object", func(s string) string {
@@ -135,26 +111,11 @@ func TestSchemaV2RefusesWhatTheParserRefuses(t *testing.T) {
 		}, true},
 		{"extra profile field", func(s string) string { return strings.Replace(s, `"surfaceHash"`, `"note": "x", "surfaceHash"`, 1) }, false},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := tc.edit(string(good))
-			if bad == string(good) {
-				t.Fatal("edit did not change the document")
-			}
-			if err := validate(schema, []byte(bad)); err == nil {
-				t.Errorf("schema accepts:\n%s", bad)
-			}
-			var err error
-			var warns []lockfile.Warning
-			if _, err = lockfile.ReadVersion([]byte(bad)); err == nil {
-				_, warns, err = lockfile.ParseV2([]byte(bad))
-			}
-			switch {
-			case tc.parserErr && err == nil:
-				t.Errorf("parser accepts what the schema refuses:\n%s", bad)
-			case !tc.parserErr && (err != nil || len(warns) == 0):
-				t.Errorf("parser should accept with a warning: err=%v warnings=%v", err, warns)
-			}
-		})
-	}
+	checkRefusals(t, schema, good, tests, func(b []byte) ([]lockfile.Warning, error) {
+		if _, err := lockfile.ReadVersion(b); err != nil {
+			return nil, err
+		}
+		_, warns, err := lockfile.ParseV2(b)
+		return warns, err
+	})
 }
