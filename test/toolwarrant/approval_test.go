@@ -158,15 +158,7 @@ func TestTamperingCaughtByAuditVerify(t *testing.T) {
 		if r := w.verify(t, "--head", fmt.Sprintf("%d:%s", final.Seq, final.Hash), "--trust-root", w.trustRt); r.code != 0 {
 			t.Fatalf("untouched log: %s", r)
 		}
-		db, err := sql.Open("sqlite", "file:"+w.cat.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Exec(`DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DROP TRIGGER audit_head_advances`); err != nil {
-			t.Fatal(err)
-		}
-		return w, final, db
+		return w, final, tamperable(t, w)
 	}
 	for _, tc := range []struct {
 		name, sql string
@@ -216,6 +208,21 @@ func TestTamperingCaughtByAuditVerify(t *testing.T) {
 			t.Errorf("audit verify --trust-root: %s", r)
 		}
 	})
+}
+
+// tamperable opens w's catalog with the audit log's append-only triggers dropped, as someone
+// with write access to the file could; it is closed when the test ends.
+func tamperable(t *testing.T, w *world) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+w.cat.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DROP TRIGGER audit_head_advances`); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // forgeNewest rewrites the newest audit entry as a crawl numbered crawl, chained and

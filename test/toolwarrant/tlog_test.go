@@ -213,15 +213,7 @@ func TestPlainVerifyCatchesTamperingAfterACheckpoint(t *testing.T) {
 			t.Fatalf("untouched log: %s", r)
 		}
 		head, _ := w.cat.AuditHead(t.Context())
-		db, err := sql.Open("sqlite", "file:"+w.cat.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Exec(`DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DROP TRIGGER audit_head_advances`); err != nil {
-			t.Fatal(err)
-		}
-		return w, db, head
+		return w, tamperable(t, w), head
 	}
 	t.Run("newest entries deleted, head moved back", func(t *testing.T) {
 		w, db, head := setup(t)

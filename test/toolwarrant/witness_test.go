@@ -1,7 +1,6 @@
 package toolwarrant
 
 import (
-	"database/sql"
 	"net"
 	"os"
 	"os/exec"
@@ -141,15 +140,7 @@ func TestWitnessCosignsAndRefusesAFork(t *testing.T) {
 	// A fork: someone holding the log key and the checkpoint key rewrites the newest entry,
 	// re-signs it and checkpoints from a fresh machine. The witness has cosigned the
 	// original tree: it refuses, and the refusal is reported with exit 1.
-	db, err := sql.Open("sqlite", "file:"+w.cat.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`DROP TRIGGER audit_no_update; DROP TRIGGER audit_head_advances`); err != nil {
-		t.Fatal(err)
-	}
-	forgeNewest(t, w, db, 9)
+	forgeNewest(t, w, tamperable(t, w), 9)
 	w.ingest(t, 2)
 	key := filepath.Join(w.dir, "config", "logs")
 	keys, _ := filepath.Glob(filepath.Join(key, "*", "checkpoint.key"))
