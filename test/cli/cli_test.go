@@ -7,7 +7,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,18 +99,8 @@ func run(t *testing.T, dir, bin string, args ...string) result {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%s %v: %v", bin, args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	code, out, errs := testenv.RunCommand(t, cmd)
+	return result{code, out, errs}
 }
 
 // commands walks a binary's help: every command without subcommands, and the binary itself
