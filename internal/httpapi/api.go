@@ -183,16 +183,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeJSONFor(w, nil, status, v)
 }
 
-// writeJSONFor is writeJSON that sends headers only when r is a HEAD request.
-func writeJSONFor(w http.ResponseWriter, r *http.Request, status int, v any) {
+// encodeJSON is v as every JSON answer carries it: HTML characters unescaped, no newline.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// writeJSONFor is writeJSON that sends headers only when r is a HEAD request.
+func writeJSONFor(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := encodeJSON(v)
+	if err != nil {
 		http.Error(w, `{"detail":"Internal Server Error"}`, http.StatusInternalServerError)
 		return
 	}
-	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -428,12 +436,17 @@ func (a *api) manifest(w http.ResponseWriter, r *http.Request, padID string) {
 		a.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, newManifest(p))
+}
+
+// newManifest is p's GET /manifest body (also carried in the binary form's header).
+func newManifest(p locker.Pad) manifestBody {
 	m := manifestBody{PadID: p.ID, State: string(p.State), BlockCount: p.BlockCount, TotalBytes: p.TotalBytes,
 		HeadHash: p.HeadHash, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt}
 	if p.SealedAt != 0 {
 		m.SealedAt = &p.SealedAt
 	}
-	writeJSON(w, http.StatusOK, m)
+	return m
 }
 
 type blockBody struct {

@@ -48,10 +48,12 @@ func acceptsPadwire(r *http.Request) bool {
 
 // blocksWire serves a /blocks read in the binary form (padwire): the whole requested
 // range in one response, the slice caps lifted (the pad's quotas bound it), every check,
-// refusal and the read lease as for JSON. A sealed pad's whole encoded form is cached by
-// (pad, head): sealed pads never change, so a hit skips the store's block reads. An
-// answer the binary form cannot carry (a negative from echoed by an empty read) is
-// served as JSON, which the client asked to accept.
+// refusal and the read lease as for JSON. The header carries the pad's manifest from the
+// same pad record, so a reader of the whole pad needs one request. A sealed pad's whole
+// answer is cached by (pad, head): a sealed pad's blocks and manifest never change, so a
+// hit skips the store's block reads and the encoding, and goes out in one write. An answer
+// the binary form cannot carry (a negative from echoed by an empty read) is served as
+// JSON, which the client asked to accept.
 func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, from, to int, hasTo bool) {
 	var cached []byte
 	opt := locker.ReadOptions{Whole: true}
@@ -85,13 +87,12 @@ func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, f
 	_, _ = w.Write(body)
 }
 
-// encodeWire encodes s; ok is false when the binary form cannot carry it.
+// encodeWire encodes s with its pad's manifest; ok is false when the binary form cannot
+// carry it.
 func encodeWire(s locker.Slice) ([]byte, bool) {
-	if s.From < 0 || s.To < 0 || s.TotalBlocks < 0 {
-		return nil, false
-	}
-	hd := padwire.Header{PadID: s.PadID, From: uint32(s.From), To: uint32(s.To), Count: uint32(len(s.Blocks)), TotalBlocks: uint32(s.TotalBlocks)}
-	if !hd.Fits() {
+	m, err := encodeJSON(newManifest(s.Pad))
+	hd := padwire.Header{PadID: s.PadID, From: uint32(s.From), To: uint32(s.To), Count: uint32(len(s.Blocks)), TotalBlocks: uint32(s.TotalBlocks), Manifest: m}
+	if err != nil || s.From < 0 || s.To < 0 || s.TotalBlocks < 0 || !hd.Fits() {
 		return nil, false
 	}
 	size := padwire.HeaderSize(hd) + padwire.EndSize

@@ -181,3 +181,48 @@ func blockText(p []byte) (string, *string) {
 	}
 	return base64.StdEncoding.EncodeToString(p), text
 }
+
+// wireManifest is the manifest a binary /blocks answer carries in its header.
+func wireManifest(t *testing.T, body string) string {
+	t.Helper()
+	h, err := padwire.NewReader(strings.NewReader(body), bufio.NewReader(nil)).Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h.Manifest)
+}
+
+// TestBlocksWireCarriesTheManifest: the binary answer's header carries, byte for byte,
+// what GET /manifest answers at that moment — for an open pad, a sealed pad whose frames
+// come from the cache, an empty pad, and a pad that lazy expiry has just expired.
+func TestBlocksWireCarriesTheManifest(t *testing.T) {
+	hs := newHarness(t)
+	check := func(c created, what string) {
+		t.Helper()
+		w := hs.do("GET", "/v1/pads/"+c.PadID+"/blocks", nil, "Authorization: Bearer "+c.ReadTicket, wireAccept)
+		m := hs.do("GET", "/v1/pads/"+c.PadID+"/manifest", nil)
+		if w.status != 200 || m.status != 200 {
+			t.Fatalf("%s: %d %d", what, w.status, m.status)
+		}
+		if got := wireManifest(t, w.body); got != m.body {
+			t.Fatalf("%s: the binary answer carries\n%s\nGET /manifest answers\n%s", what, got, m.body)
+		}
+	}
+	empty := hs.create(`{}`)
+	check(empty, "empty pad")
+	c := hs.create(`{"ttl_seconds": 60, "max_blocks": 3}`)
+	hs.mustAppend(c, envelope)
+	check(c, "open pad")
+	hs.mustAppend(c, "one")
+	check(c, "open pad, one more block")
+	s := hs.create(`{"max_blocks": 3}`)
+	hs.mustAppend(s, envelope)
+	hs.seal(s)
+	check(s, "sealed pad")
+	check(s, "sealed pad, frames from the cache")
+	hs.clock.Advance(61 * time.Second)
+	check(c, "expired pad")
+	if m := hs.do("GET", "/v1/pads/"+c.PadID+"/manifest", nil); !strings.Contains(m.body, `"state":"expired"`) {
+		t.Fatalf("the pad did not expire: %s", m.body)
+	}
+}

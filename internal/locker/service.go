@@ -453,6 +453,9 @@ type Slice struct {
 	Head   string
 	// Reused is set when ReadOptions.Reuse answered for the blocks: Blocks is nil.
 	Reused bool
+	// Pad is the pad record the read was decided on (after lazy expiry): its manifest
+	// describes exactly these blocks.
+	Pad Pad
 }
 
 // ReadOptions adjust a blocks read for a transport that serves a whole pad at once.
@@ -505,7 +508,7 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 	}
 	total := p.BlockCount
 	sealed := p.State == StateSealed
-	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}, Sealed: sealed, Head: p.HeadHash}
+	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}, Sealed: sealed, Head: p.HeadHash, Pad: p}
 	if total == 0 {
 		return empty, nil
 	}
@@ -542,7 +545,7 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 			return Slice{}, s.storeErr("record read", err)
 		}
 	}
-	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Sealed: sealed, Head: p.HeadHash, Reused: reused}, nil
+	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Sealed: sealed, Head: p.HeadHash, Reused: reused, Pad: p}, nil
 }
 
 func (s *Service) leaseOver(t Ticket, now int64) bool {

@@ -71,7 +71,11 @@ func (s static) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 //   - http-lockerd-json: Client.Read over loopback against the real lockerd handler on
 //     SQLite in the JSON form (pages): end to end, the daemon's own work included.
 //   - http-lockerd: the same in the binary form (padwire), as lockermcp reads: one
-//     response, verified as it arrives; the sealed pad's encoding is cached by the daemon.
+//     request (the manifest rides in the answer's header), verified as it arrives, the
+//     chain's memory handed back with Release as lockermcp does; the sealed pad's answer
+//     is cached by the daemon.
+//   - http-lockerd-open: the same for an open pad with the same blocks, which the daemon
+//     reads from SQLite and encodes for every read (no cache).
 //
 // The x_sha256 metric is throughput as a fraction of raw SHA-256 over the same payload,
 // from alternating rounds in the same run (internal/benchratio).
@@ -175,21 +179,25 @@ func benchReadVerify(b *testing.B, n int) {
 		}
 		benchratio.Report(b, benchratio.Compare(0, 0, sha, get), "x_sha256", true, total)
 	})
+	open := d.Pad(payloads, false)
 	for _, tc := range []struct {
 		name string
 		h    http.Handler
 		json bool
-	}{{"http-static-daemon", static(rec.pages), true}, {"http-lockerd-json", d.Handler, true}, {"http-lockerd", d.Handler, false}} {
+		pad  lockertest.Created
+	}{{"http-static-daemon", static(rec.pages), true, c}, {"http-lockerd-json", d.Handler, true, c}, {"http-lockerd", d.Handler, false, c},
+		{"http-lockerd-open", d.Handler, false, open}} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := serve(b, tc.h)
 			read := func() {
 				if tc.json {
 					client.noWireUntil.Store(math.MaxInt64)
 				}
-				ch, err := client.Read(b.Context(), c.PadID, c.ReadTicket, ReadOptions{ExpectedHead: &head})
+				ch, err := client.Read(b.Context(), tc.pad.PadID, tc.pad.ReadTicket, ReadOptions{ExpectedHead: &head})
 				if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
 					b.Fatalf("read: %v", err)
 				}
+				ch.Release()
 			}
 			b.SetBytes(total)
 			for b.Loop() {

@@ -174,6 +174,9 @@ type Chain struct {
 	// Integrity is the result's integrity block (verdict trusted_head_match or
 	// internal_consistency_only).
 	Integrity Integrity
+
+	c     *Client // for Release
+	arena []byte  // the payloads' memory
 }
 
 // ReadOptions tune a read.
@@ -186,15 +189,53 @@ type ReadOptions struct {
 // Read walks the pad's whole chain and verifies it. ticket may be empty (the demo pad needs
 // none). It returns a *DaemonError when the daemon refused or failed, a *VerificationError
 // when what it served does not verify; neither carries payload.
+//
+// A daemon that offers the binary form answers one request with the manifest and every
+// block, verified as they arrive; any other answer (a daemon without it, a refusal) is
+// followed by the contract's walk: GET /manifest, then /blocks pages.
 func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions) (*Chain, error) {
 	exp := opt.ExpectedHead
 	if exp != nil && IsMalformedHead(*exp) {
 		return nil, MalformedExpectedHead(*exp)
 	}
+	if c.wireEnabled() {
+		if ch, done, err := c.readWire(ctx, padID, ticket, exp); done {
+			return ch, err
+		}
+	}
 	m, err := c.Manifest(ctx, padID)
 	if err != nil {
 		return nil, err
 	}
+	w, err := c.startWalk(m, padID, exp)
+	if err != nil {
+		return nil, err
+	}
+	buf := c.getBuf()
+	defer c.bufs.Put(buf)
+	n := m.BlockCount
+	chunk := firstChunk(n, m.TotalBytes)
+	for start := 0; start < n; {
+		end := min(start+chunk, n) - 1
+		body, err := c.page(ctx, padID, ticket, start, end, buf)
+		var de *DaemonError
+		if errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge && chunk > 1 {
+			chunk = max(1, chunk/2) // the slice is over the daemon's 64 KiB cap: narrow it
+			continue
+		}
+		if err != nil {
+			return nil, c.abandon(w, err)
+		}
+		if ve := w.page(body, start, end); ve != nil {
+			return nil, c.abandon(w, withExpected(ve, exp))
+		}
+		start = end + 1
+	}
+	return c.finish(w, m, exp)
+}
+
+// startWalk checks what the manifest steers a read by and starts the walk of its chain.
+func (c *Client) startWalk(m *Manifest, padID string, exp *string) (*walk, error) {
 	if !m.BlockCountOK {
 		return nil, failure(CauseIncompleteRetrieval, fmt.Sprintf("the manifest reported an unusable block_count (%s); refusing to verify against it", quoteRaw(m.Value("block_count"))), exp)
 	}
@@ -213,46 +254,19 @@ func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions
 	if m.TotalBytes > 0 {
 		hint = int(min(m.TotalBytes, int64(c.maxBytes), 1<<20))
 	}
-	w.arena = make([]byte, 0, hint)
+	w.arena = c.getArena(hint)
+	return w, nil
+}
 
-	buf := c.getBuf()
-	defer c.bufs.Put(buf)
-	start := 0
-	if n > 0 && c.wireEnabled() {
-		done, err := c.readWire(ctx, w, padID, ticket, n, buf)
-		var ve *VerificationError
-		if errors.As(err, &ve) {
-			return nil, withExpected(ve, exp)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			start = n
-		}
-	}
-	chunk := firstChunk(n, m.TotalBytes)
-	for start < n {
-		end := min(start+chunk, n) - 1
-		body, err := c.page(ctx, padID, ticket, start, end, buf)
-		var de *DaemonError
-		if errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge && chunk > 1 {
-			chunk = max(1, chunk/2) // the slice is over the daemon's 64 KiB cap: narrow it
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ve := w.page(body, start, end); ve != nil {
-			return nil, withExpected(ve, exp)
-		}
-		start = end + 1
-	}
+// finish checks a walk that read every block against its manifest and the caller's
+// expected head, and returns the chain.
+func (c *Client) finish(w *walk, m *Manifest, exp *string) (*Chain, error) {
+	n := m.BlockCount
 	if w.hasTotal && w.total != n {
-		return nil, failure(CauseInconsistentBlocks, fmt.Sprintf("the manifest reported block_count=%d but the daemon's block list reports total_blocks=%d", n, w.total), exp)
+		return nil, c.abandon(w, failure(CauseInconsistentBlocks, fmt.Sprintf("the manifest reported block_count=%d but the daemon's block list reports total_blocks=%d", n, w.total), exp))
 	}
 	if w.blockErr != nil {
-		return nil, withExpected(w.blockErr, exp)
+		return nil, c.abandon(w, withExpected(w.blockErr, exp))
 	}
 	if w.chainValid && (!locker.IsHash(m.HeadHash) || !bytes.Equal(w.prev[:], []byte(m.HeadHash))) {
 		w.chainValid = false // the walk did not land on the head the daemon asserted
@@ -263,16 +277,54 @@ func (c *Client) Read(ctx context.Context, padID, ticket string, opt ReadOptions
 			cause, reason = CauseChainInconsistent, reasonBroken
 		}
 		in := newIntegrity(ptr(false), w.verified, eh)
-		return nil, &VerificationError{Cause: cause, Reason: reason, Integrity: in}
+		return nil, c.abandon(w, &VerificationError{Cause: cause, Reason: reason, Integrity: in})
 	}
 	head := string(w.prev[:])
 	eh, cause, reason := expectedHeadState(exp, &head, false)
 	in := newIntegrity(ptr(true), w.verified, eh)
 	if cause != "" {
 		in.Verdict = VerdictFailed
-		return nil, &VerificationError{Cause: cause, Reason: reason, Integrity: in}
+		return nil, c.abandon(w, &VerificationError{Cause: cause, Reason: reason, Integrity: in})
 	}
-	return &Chain{PadID: padID, Manifest: m, Blocks: w.blocks, Head: head, Bytes: len(w.arena), Integrity: in}, nil
+	return &Chain{PadID: w.padID, Manifest: m, Blocks: w.blocks, Head: head, Bytes: len(w.arena), Integrity: in, c: c, arena: w.arena}, nil
+}
+
+// maxPooledArena is the largest arena kept for reuse (four times the contract's quota).
+const maxPooledArena = 1 << 20
+
+// getArena returns an empty arena with room for at least hint bytes, reused when a
+// released chain left one.
+func (c *Client) getArena(hint int) []byte {
+	if a, ok := c.arenas.Get().(*[]byte); ok && cap(*a) >= hint {
+		return (*a)[:0]
+	}
+	return make([]byte, 0, hint)
+}
+
+// putArena keeps a for the next read.
+func (c *Client) putArena(a []byte) {
+	if a != nil && cap(a) <= maxPooledArena {
+		a = a[:0]
+		c.arenas.Put(&a)
+	}
+}
+
+// abandon returns a failed walk's arena (no block of it reaches the caller) and err.
+func (c *Client) abandon(w *walk, err error) error {
+	c.putArena(w.arena)
+	w.arena, w.blocks = nil, nil
+	return err
+}
+
+// Release hands the chain's memory back to its client for the next read. After Release
+// the chain and every Payload of it must not be used. Calling it is optional (without
+// it the memory is collected as usual) and a second call does nothing.
+func (ch *Chain) Release() {
+	if ch == nil || ch.c == nil {
+		return
+	}
+	ch.c.putArena(ch.arena)
+	ch.c, ch.arena, ch.Blocks = nil, nil, nil
 }
 
 // withExpected fills the expected-head part of a walk failure built without it.

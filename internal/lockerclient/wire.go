@@ -31,16 +31,17 @@ func (c *Client) wireEnabled() bool {
 	return time.Now().UnixNano() >= c.noWireUntil.Load()
 }
 
-// readWire asks for the whole pad (blocks 0..n-1) in one response, in the binary form,
-// and verifies what arrives as it arrives. done is false when the daemon refused the
-// range as too large for one page (a daemon that only serves JSON pages): the caller then
-// pages as for any JSON daemon. A JSON answer is one page for exactly that range, checked
-// like every page.
-func (c *Client) readWire(ctx context.Context, w *walk, padID, ticket string, n int, buf *[]byte) (done bool, err error) {
-	from, to := 0, n-1
-	q := url.Values{"from": {strconv.Itoa(from)}, "to": {strconv.Itoa(to)}}
+// readWire asks for the whole pad in one response in the binary form: a header with the
+// manifest, then every block, verified as it arrives. done is false when the daemon
+// answered otherwise — without the binary form (a JSON page, or a 413 for a range over the
+// JSON slice caps: it is then not asked again for wireRetry) or with a refusal — and the
+// caller then walks the pad as the contract says, which gives every refusal its usual
+// form. A transport failure is returned as it is (done): a retry would double the wait.
+func (c *Client) readWire(ctx context.Context, padID, ticket string, exp *string) (ch *Chain, done bool, err error) {
+	// Up to the most blocks this client reads: the daemon clamps to to its last block.
+	q := url.Values{"from": {"0"}, "to": {strconv.Itoa(c.maxBlocks - 1)}}
 	r := &request{method: http.MethodGet, route: "/v1/pads/{pad_id}/blocks", path: padPath(padID, "blocks"),
-		query: q, secrets: []string{ticket}, maxBody: c.maxPage, buf: buf, accept: wireAccept}
+		query: q, secrets: []string{ticket}, maxBody: c.maxPage, accept: wireAccept}
 	if ticket != "" {
 		if c.transport == config.TicketQuery {
 			q.Set("ticket", ticket)
@@ -54,31 +55,55 @@ func (c *Client) readWire(ctx context.Context, w *walk, padID, ticket string, n 
 		cr := &capReader{r: resp.Body, left: int64(c.maxPage)}
 		br := c.getReader()
 		defer c.readers.Put(br)
-		ve := w.wire(padwire.NewReader(cr, br), from, to)
+		ch, err = c.wholeWire(padwire.NewReader(cr, br), padID, exp)
 		switch {
 		case errors.Is(cr.err, errBodyTooLarge):
 			return &DaemonError{Status: resp.StatusCode, Detail: fmt.Sprintf("the response from %s exceeds %d bytes", c.redacted(r), c.maxPage)}
 		case cr.err != nil:
 			return &DaemonError{Detail: c.transportDetail(ctx, r, cr.err, "reading the response from")}
-		case ve != nil:
-			return ve
 		}
-		return nil
+		return err
 	}
-	_, body, err := c.do(ctx, r)
+	_, _, err = c.do(ctx, r)
 	var de *DaemonError
-	if errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge {
+	switch {
+	case streamed:
+		if err != nil {
+			ch.Release()
+			return nil, true, err
+		}
+		return ch, true, nil
+	case err == nil, errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge:
 		c.noWireUntil.Store(time.Now().Add(wireRetry).UnixNano())
-		return false, nil
+		return nil, false, nil
+	case errors.As(err, &de) && de.Status != 0:
+		return nil, false, nil
 	}
-	if err != nil || streamed {
-		return err == nil, err
+	return nil, true, err
+}
+
+// wholeWire reads a binary answer for the whole pad: the manifest from its header steers
+// the walk exactly as GET /manifest steers the contract's walk.
+func (c *Client) wholeWire(rd *padwire.Reader, padID string, exp *string) (*Chain, error) {
+	h, err := rd.Header()
+	if err != nil {
+		return nil, failure(CauseInconsistentBlocks, fmt.Sprintf("the daemon's answer for the whole pad is not a well-formed block list (%v)", err), exp)
 	}
-	c.noWireUntil.Store(time.Now().Add(wireRetry).UnixNano())
-	if ve := w.page(body, from, to); ve != nil {
-		return false, ve
+	if !isJSONObject(h.Manifest) {
+		return nil, &DaemonError{Status: http.StatusOK, Detail: "the manifest in the answer from " + c.base + padPath(padID, "blocks") + " is not a JSON object"}
 	}
-	return true, nil
+	m, err := parseManifest(h.Manifest)
+	if err != nil {
+		return nil, &DaemonError{Status: http.StatusOK, Detail: "the manifest in the answer from " + c.base + padPath(padID, "blocks") + " is not usable: " + err.Error()}
+	}
+	w, err := c.startWalk(m, padID, exp)
+	if err != nil {
+		return nil, err
+	}
+	if ve := w.wire(rd, h, 0, m.BlockCount-1); ve != nil {
+		return nil, c.abandon(w, withExpected(ve, exp))
+	}
+	return c.finish(w, m, exp)
 }
 
 // isWire reports whether a response's Content-Type is the binary form.
@@ -120,17 +145,18 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// wire decodes and checks a binary answer for blocks from..to, with the checks and the
+// wire decodes and checks the frames of a binary answer with header h for blocks from..to
+// (to is from-1 for none), with the checks and the
 // order of page (the JSON form): every frame is read (to count them), blocks within the
 // requested count are verified as their payload arrives.
-func (w *walk) wire(rd *padwire.Reader, from, to int) *VerificationError {
+func (w *walk) wire(rd *padwire.Reader, h padwire.Header, from, to int) *VerificationError {
 	want := to - from + 1
 	malformed := func(err error) *VerificationError {
 		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d is not a well-formed block list (%v)", from, to, err)}
 	}
-	h, err := rd.Header()
-	if err != nil {
-		return malformed(err)
+	echoTo := to
+	if want == 0 {
+		echoTo = from // an empty answer echoes from as to
 	}
 	got := 0
 	for {
@@ -165,7 +191,7 @@ func (w *walk) wire(rd *padwire.Reader, from, to int) *VerificationError {
 	if got != want {
 		return &VerificationError{Cause: CauseIncompleteRetrieval, Reason: fmt.Sprintf("incomplete retrieval: asked for blocks %d..%d (%d) and received %d; refusing to verify a partial chain", from, to, want, got)}
 	}
-	if int64(h.From) != int64(from) || int64(h.To) != int64(to) || int64(h.Count) != int64(got) {
+	if int64(h.From) != int64(from) || int64(h.To) != int64(echoTo) || int64(h.Count) != int64(got) {
 		return &VerificationError{Cause: CauseInconsistentBlocks, Reason: fmt.Sprintf("the daemon's page for blocks %d..%d echoes a different range or count", from, to)}
 	}
 	return nil

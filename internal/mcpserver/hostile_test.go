@@ -60,6 +60,18 @@ func assertNoPayload(t *testing.T, r result, payloads [][]byte) {
 
 // TestHostileReads runs every read failure cause against a daemon rewriting what the real
 // handler serves.
+// truncate is a daemon that serves only the first n blocks of a pad, consistently: every
+// answer for the pad's blocks ends at block n-1 and reports n blocks in all.
+func truncate(t *testing.T, n int) lockertest.Rewrite {
+	return page(t, func(_ *http.Request, p *lockertest.Page) {
+		p.TotalBlocks = n
+		if p.From+len(p.Blocks) > n {
+			p.Blocks = p.Blocks[:max(0, n-p.From)]
+			p.Count, p.To = len(p.Blocks), n-1
+		}
+	})
+}
+
 func TestHostileReads(t *testing.T) {
 	small := [][]byte{[]byte(lockertest.Envelope), []byte(marker + "-one\n"), []byte(marker + "-two\n")}
 	rewritten := []byte(marker + "-FORGED\n")
@@ -112,13 +124,11 @@ func TestHostileReads(t *testing.T) {
 			}},
 		{name: "consistent truncation, no reference: undetectable", pad: small, verdict: "internal_consistency_only",
 			rewrite: func(t *testing.T) lockertest.Rewrite {
-				return both(manifest(t, func(m map[string]any) { m["block_count"] = 2; m["head_hash"] = prefixHead }),
-					page(t, func(_ *http.Request, p *lockertest.Page) { p.TotalBlocks = 2 }))
+				return both(manifest(t, func(m map[string]any) { m["block_count"] = 2; m["head_hash"] = prefixHead }), truncate(t, 2))
 			}},
 		{name: "consistent truncation, caught by the reference", pad: small, expected: true, cause: "expected_head_mismatch",
 			rewrite: func(t *testing.T) lockertest.Rewrite {
-				return both(manifest(t, func(m map[string]any) { m["block_count"] = 2; m["head_hash"] = prefixHead }),
-					page(t, func(_ *http.Request, p *lockertest.Page) { p.TotalBlocks = 2 }))
+				return both(manifest(t, func(m map[string]any) { m["block_count"] = 2; m["head_hash"] = prefixHead }), truncate(t, 2))
 			}},
 		{name: "renumbered seq", pad: small, cause: "inconsistent_blocks",
 			rewrite: func(t *testing.T) lockertest.Rewrite {

@@ -349,6 +349,7 @@ func runManifest(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *args
 			return errorResult(padID, err)
 		}
 		m, in = ch.Manifest, ch.Integrity
+		ch.Release() // the manifest does not share the payloads' memory
 	} else {
 		var err error
 		if m, err = s.c.Manifest(ctx, padID); err != nil {
@@ -392,6 +393,7 @@ func runReadBlocks(s *server, ctx context.Context, _ *mcp.CallToolRequest, a *ar
 	if err != nil {
 		return errorResult(padID, err)
 	}
+	defer ch.Release() // every block returned is copied out (base64, text)
 	// The whole chain was verified; the slice is cut locally.
 	total := len(ch.Blocks)
 	blocks := []blockOut{}

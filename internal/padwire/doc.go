@@ -6,7 +6,8 @@
 //
 // A stream is a header, one frame per block, and an end mark; integers are big-endian:
 //
-//	header  "AGPB" 0x01 | u16 n | pad_id (n bytes) | u32 from | u32 to | u32 count | u32 total_blocks
+//	header  "AGPB" 0x02 | u16 n | pad_id (n bytes) | u32 from | u32 to | u32 count | u32 total_blocks |
+//	        u16 n | manifest (n bytes: the pad's GET /manifest object, from the same pad record)
 //	frame   u32 len (>= 16, the bytes that follow) | u32 seq | i64 created_at |
 //	        u8 n | prev_hash | u8 n | curr_hash | u16 n | content_type | payload (the rest)
 //	end     u32 0

@@ -14,7 +14,7 @@ const MediaType = "application/vnd.agentgate.pad-blocks"
 
 const (
 	magic   = "AGPB"
-	version = 1
+	version = 2
 	// minFrame is a frame's length without hashes, content type and payload.
 	minFrame = 4 + 8 + 1 + 1 + 2
 )
@@ -23,6 +23,9 @@ const (
 type Header struct {
 	PadID                        string
 	From, To, Count, TotalBlocks uint32
+	// Manifest is the pad's manifest as GET /manifest would serve it (a JSON object),
+	// taken from the same pad record as the blocks: a reader needs no second request.
+	Manifest []byte
 }
 
 // Block is one block as framed: the payload is carried apart (see [AppendBlock]).
@@ -33,8 +36,10 @@ type Block struct {
 	ContentType        string
 }
 
-// Fits reports whether h can be framed (its pad_id fits a u16 length).
-func (h Header) Fits() bool { return len(h.PadID) <= math.MaxUint16 }
+// Fits reports whether h can be framed (its pad_id and manifest fit u16 lengths).
+func (h Header) Fits() bool {
+	return len(h.PadID) <= math.MaxUint16 && len(h.Manifest) <= math.MaxUint16
+}
 
 // Fits reports whether b with a payload of n bytes can be framed.
 func (b Block) Fits(n int) bool {
@@ -43,7 +48,7 @@ func (b Block) Fits(n int) bool {
 }
 
 // HeaderSize is the encoded size of h.
-func HeaderSize(h Header) int { return 5 + 2 + len(h.PadID) + 16 }
+func HeaderSize(h Header) int { return 5 + 2 + len(h.PadID) + 16 + 2 + len(h.Manifest) }
 
 // BlockSize is the encoded size of b's frame with a payload of n bytes.
 func BlockSize(b Block, n int) int {
@@ -62,7 +67,8 @@ func AppendHeader(dst []byte, h Header) []byte {
 	for _, v := range [...]uint32{h.From, h.To, h.Count, h.TotalBlocks} {
 		dst = binary.BigEndian.AppendUint32(dst, v)
 	}
-	return dst
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(h.Manifest)))
+	return append(dst, h.Manifest...)
 }
 
 // AppendBlock appends b's frame with payload (which must fit).
@@ -122,18 +128,22 @@ func (r *Reader) Header() (Header, error) {
 		return Header{}, err
 	}
 	if string(b[:4]) != magic || b[4] != version {
-		return Header{}, formatError("not a version 1 pad-blocks stream")
+		return Header{}, formatError("not a version 2 pad-blocks stream")
 	}
 	id := make([]byte, binary.BigEndian.Uint16(b[5:]))
 	if err := r.full(id); err != nil {
 		return Header{}, err
 	}
-	var n [16]byte
+	var n [18]byte
 	if err := r.full(n[:]); err != nil {
 		return Header{}, err
 	}
+	m := make([]byte, binary.BigEndian.Uint16(n[16:]))
+	if err := r.full(m); err != nil {
+		return Header{}, err
+	}
 	return Header{PadID: string(id), From: binary.BigEndian.Uint32(n[0:]), To: binary.BigEndian.Uint32(n[4:]),
-		Count: binary.BigEndian.Uint32(n[8:]), TotalBlocks: binary.BigEndian.Uint32(n[12:])}, nil
+		Count: binary.BigEndian.Uint32(n[8:]), TotalBlocks: binary.BigEndian.Uint32(n[12:]), Manifest: m}, nil
 }
 
 // Frame is a frame's members; the strings alias the Reader's scratch until the next call.

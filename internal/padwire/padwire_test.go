@@ -47,7 +47,8 @@ func decodeAll(b []byte) (Header, []Frame, [][]byte, error) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	h := Header{PadID: "0123456789abcdef0123456789abcdef", From: 0, To: 2, Count: 3, TotalBlocks: 3}
+	h := Header{PadID: "0123456789abcdef0123456789abcdef", From: 0, To: 2, Count: 3, TotalBlocks: 3,
+		Manifest: []byte(`{"pad_id":"0123456789abcdef0123456789abcdef","state":"sealed","block_count":3}`)}
 	blocks := []Block{
 		{Seq: 0, CreatedAt: 1_800_000_000, PrevHash: string(bytes.Repeat([]byte("0"), 64)), CurrHash: string(bytes.Repeat([]byte("a"), 64)), ContentType: "application/json"},
 		{Seq: 1, CreatedAt: -1, PrevHash: "x", CurrHash: "", ContentType: ""},
@@ -66,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gh != h || len(fs) != len(blocks) {
+	if !sameHeader(gh, h) || len(fs) != len(blocks) {
 		t.Fatalf("header %+v, %d frames", gh, len(fs))
 	}
 	for i, f := range fs {
@@ -78,18 +79,24 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func sameHeader(a, b Header) bool {
+	return a.PadID == b.PadID && a.From == b.From && a.To == b.To && a.Count == b.Count && a.TotalBlocks == b.TotalBlocks &&
+		bytes.Equal(a.Manifest, b.Manifest)
+}
+
 func TestMalformed(t *testing.T) {
-	good := encode(Header{PadID: "p", Count: 1}, []Block{{PrevHash: "a", CurrHash: "b"}}, [][]byte{[]byte("payload")})
+	good := encode(Header{PadID: "p", Count: 1, Manifest: []byte(`{}`)}, []Block{{PrevHash: "a", CurrHash: "b"}}, [][]byte{[]byte("payload")})
 	tests := map[string][]byte{
-		"empty":              nil,
-		"bad magic":          append([]byte("AGPX"), good[4:]...),
-		"other version":      append(append([]byte("AGPB"), 2), good[5:]...),
-		"cut in the header":  good[:9],
-		"cut in a frame":     good[:len(good)-8],
-		"no end mark":        good[:len(good)-4],
-		"data after the end": append(bytes.Clone(good), 0),
-		"frame too short":    append(AppendHeader(nil, Header{}), 0, 0, 0, 3),
-		"members overrun":    append(AppendHeader(nil, Header{}), append([]byte{0, 0, 0, 16}, append(make([]byte, 12), 200)...)...),
+		"empty":               nil,
+		"bad magic":           append([]byte("AGPX"), good[4:]...),
+		"other version":       append(append([]byte("AGPB"), 1), good[5:]...),
+		"cut in the header":   good[:9],
+		"cut in the manifest": good[:HeaderSize(Header{PadID: "p", Manifest: []byte(`{}`)})-1],
+		"cut in a frame":      good[:len(good)-8],
+		"no end mark":         good[:len(good)-4],
+		"data after the end":  append(bytes.Clone(good), 0),
+		"frame too short":     append(AppendHeader(nil, Header{}), 0, 0, 0, 3),
+		"members overrun":     append(AppendHeader(nil, Header{}), append([]byte{0, 0, 0, 16}, append(make([]byte, 12), 200)...)...),
 	}
 	for name, b := range tests {
 		if _, _, _, err := decodeAll(b); !errors.Is(err, ErrFormat) {
@@ -101,7 +108,7 @@ func TestMalformed(t *testing.T) {
 // FuzzReader: any input decodes or is refused as ErrFormat, never panics, and whatever
 // decodes re-encodes to the same bytes (the form is unique).
 func FuzzReader(f *testing.F) {
-	f.Add(encode(Header{PadID: "p", Count: 1, TotalBlocks: 1}, []Block{{PrevHash: "a", CurrHash: "b", ContentType: "t"}}, [][]byte{[]byte("x")}))
+	f.Add(encode(Header{PadID: "p", Count: 1, TotalBlocks: 1, Manifest: []byte(`{"block_count":1}`)}, []Block{{PrevHash: "a", CurrHash: "b", ContentType: "t"}}, [][]byte{[]byte("x")}))
 	f.Add(encode(Header{}, nil, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, fs, ps, err := decodeAll(b)

@@ -147,10 +147,17 @@ func (d *Daemon) Hostile(rewrite Rewrite) http.Handler {
 		rec := httptest.NewRecorder()
 		d.Handler.ServeHTTP(rec, r)
 		resp := &Response{Status: rec.Code, Header: rec.Header().Clone(), Body: rec.Body.Bytes()}
-		wire := asJSON(d.t, resp)
+		wire, manifest := asJSON(d.t, resp)
 		rewrite(r, resp)
 		if wire {
-			fromJSON(resp)
+			// The manifest the binary answer carries is served through rewrite as GET
+			// /manifest would be; a refused or dropped manifest becomes the answer.
+			m := manifestAnswer(r, manifest, rewrite)
+			if m.Status != http.StatusOK || m.Drop {
+				resp = m
+			} else {
+				fromJSON(resp, m.Body)
+			}
 		}
 		if resp.Drop {
 			if hj, ok := w.(http.Hijacker); ok {
@@ -230,40 +237,58 @@ func SetPayload(b *PageBlock, p []byte) {
 	}
 }
 
+// manifestAnswer is the manifest a binary answer to r carries, served through rewrite as
+// the daemon's answer to GET /manifest.
+func manifestAnswer(r *http.Request, manifest []byte, rewrite Rewrite) *Response {
+	mr := r.Clone(r.Context())
+	mr.URL.Path = strings.TrimSuffix(r.URL.Path, "/blocks") + "/manifest"
+	mr.URL.RawPath, mr.URL.RawQuery = "", ""
+	mr.Header.Del("Authorization")
+	mr.Header.Set("Accept", "application/json")
+	m := &Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: manifest}
+	rewrite(mr, m)
+	return m
+}
+
 // wirePage decodes a binary (padwire) /blocks answer into a Page, payload_utf8 derived as
-// the daemon derives it for JSON.
-func wirePage(body []byte) (Page, error) {
+// the daemon derives it for JSON, and the manifest its header carries.
+func wirePage(body []byte) (Page, []byte, error) {
 	rd := padwire.NewReader(bytes.NewReader(body), bufio.NewReader(nil))
 	h, err := rd.Header()
 	if err != nil {
-		return Page{}, err
+		return Page{}, nil, err
 	}
 	p := Page{PadID: h.PadID, From: int(h.From), To: int(h.To), Count: int(h.Count), TotalBlocks: int(h.TotalBlocks), Blocks: []PageBlock{}}
 	for {
 		f, ok, err := rd.Next()
 		if err != nil {
-			return Page{}, err
+			return Page{}, nil, err
 		}
 		if !ok {
 			break
 		}
 		payload := make([]byte, f.PayloadLen)
 		if err := rd.Payload(payload, nil); err != nil {
-			return Page{}, err
+			return Page{}, nil, err
 		}
 		b := PageBlock{Seq: int(f.Seq), PrevHash: string(f.PrevHash), CurrHash: string(f.CurrHash), ContentType: string(f.ContentType), CreatedAt: f.CreatedAt}
 		SetPayload(&b, payload)
 		p.Blocks = append(p.Blocks, b)
 	}
-	return p, rd.End()
+	return p, h.Manifest, rd.End()
 }
 
-// pageWire encodes a Page in the binary form; ok is false when it cannot carry it.
-func pageWire(p Page) ([]byte, bool) {
+// pageWire encodes a Page in the binary form with manifest in its header; ok is false when
+// the form cannot carry it.
+func pageWire(p Page, manifest []byte) ([]byte, bool) {
 	if p.From < 0 || p.To < 0 || p.Count < 0 || p.TotalBlocks < 0 {
 		return nil, false
 	}
-	out := padwire.AppendHeader(nil, padwire.Header{PadID: p.PadID, From: uint32(p.From), To: uint32(p.To), Count: uint32(p.Count), TotalBlocks: uint32(p.TotalBlocks)})
+	hd := padwire.Header{PadID: p.PadID, From: uint32(p.From), To: uint32(p.To), Count: uint32(p.Count), TotalBlocks: uint32(p.TotalBlocks), Manifest: manifest}
+	if !hd.Fits() {
+		return nil, false
+	}
+	out := padwire.AppendHeader(nil, hd)
 	for _, b := range p.Blocks {
 		payload, err := base64.StdEncoding.Strict().DecodeString(b.PayloadB64)
 		wb := padwire.Block{Seq: uint32(b.Seq), CreatedAt: b.CreatedAt, PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType}
@@ -275,30 +300,31 @@ func pageWire(p Page) ([]byte, bool) {
 	return padwire.AppendEnd(out), true
 }
 
-// asJSON turns a binary /blocks answer into the JSON a rewrite can edit. After the
-// rewrite, fromJSON turns it back into the binary form when that carries the edited page
-// exactly (so every JSON tamper is also served to binary readers); otherwise the edited
-// JSON is served, as a daemon without the binary form would.
-func asJSON(t testing.TB, resp *Response) bool {
+// asJSON turns a binary /blocks answer into the JSON a rewrite can edit, and returns the
+// manifest its header carried. After the rewrite, fromJSON turns it back into the binary
+// form when that carries the edited page exactly (so every JSON tamper is also served to
+// binary readers); otherwise the edited JSON is served, as a daemon without the binary
+// form would.
+func asJSON(t testing.TB, resp *Response) (bool, []byte) {
 	if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != padwire.MediaType {
-		return false
+		return false, nil
 	}
-	p, err := wirePage(resp.Body)
+	p, manifest, err := wirePage(resp.Body)
 	if err != nil {
 		t.Errorf("lockertest: the daemon's binary answer does not decode: %v", err)
-		return false
+		return false, nil
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Errorf("lockertest: %v", err)
-		return false
+		return false, nil
 	}
 	resp.Body = b
 	resp.Header.Set("Content-Type", "application/json")
-	return true
+	return true, manifest
 }
 
-func fromJSON(resp *Response) {
+func fromJSON(resp *Response, manifest []byte) {
 	if resp.Status != http.StatusOK || resp.Drop || resp.Header.Get("Content-Type") != "application/json" {
 		return
 	}
@@ -306,11 +332,11 @@ func fromJSON(resp *Response) {
 	if json.Unmarshal(resp.Body, &p) != nil {
 		return
 	}
-	b, ok := pageWire(p)
+	b, ok := pageWire(p, manifest)
 	if !ok {
 		return
 	}
-	back, err := wirePage(b)
+	back, _, err := wirePage(b)
 	if err != nil {
 		return
 	}
