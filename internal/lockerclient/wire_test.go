@@ -196,3 +196,73 @@ func rawWire(d *lockertest.Daemon, edit func([]byte) []byte) http.Handler {
 		_, _ = w.Write(body)
 	})
 }
+
+// TestWireOneRequest: against a daemon with the binary form a read is one request (the
+// manifest rides in the answer), and a refusal of it is followed by the contract's walk,
+// which reports the refusal as it always has.
+func TestWireOneRequest(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	p := d.Pad([][]byte{[]byte(lockertest.Envelope), []byte("two")}, true)
+	var mu sync.Mutex
+	var paths []string
+	c := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path[strings.LastIndexByte(r.URL.Path, '/'):])
+		mu.Unlock()
+		d.Handler.ServeHTTP(w, r)
+	}))
+	ch, err := c.Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{})
+	if err != nil || len(ch.Blocks) != 2 || ch.Manifest.State != "sealed" || ch.Manifest.BlockCount != 2 {
+		t.Fatalf("read: %v", err)
+	}
+	if strings.Join(paths, " ") != "/blocks" {
+		t.Fatalf("requests %v, want one /blocks", paths)
+	}
+	paths = nil
+	_, err = c.Read(t.Context(), p.PadID, "wrong-ticket", ReadOptions{})
+	var de *DaemonError
+	if !errors.As(err, &de) || de.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong ticket: %v", err)
+	}
+	if strings.Join(paths, " ") != "/blocks /manifest /blocks" {
+		t.Fatalf("requests %v, want the refused read then the contract's walk", paths)
+	}
+}
+
+// TestChainRelease: a released chain's memory carries a later read, which is still exactly
+// right; releasing twice, or a nil chain, does nothing. (sync.Pool may drop what it is
+// given — always under the race detector, now and then — so reuse is asked of one of
+// several reads.)
+func TestChainRelease(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	a := d.Pad([][]byte{[]byte(lockertest.Envelope), []byte(strings.Repeat("a", 5000))}, true)
+	b := d.Pad([][]byte{[]byte(lockertest.Envelope), []byte(strings.Repeat("b", 4000))}, true)
+	c := serve(t, d.Handler)
+	var none *Chain
+	none.Release()
+	reused := false
+	for range 20 {
+		first, err := c.Read(t.Context(), a.PadID, a.ReadTicket, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := &first.Blocks[0].Payload[0]
+		first.Release()
+		first.Release()
+		if first.Blocks != nil {
+			t.Fatal("a released chain still shows its blocks")
+		}
+		second, err := c.Read(t.Context(), b.PadID, b.ReadTicket, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(second.Blocks[1].Payload) != strings.Repeat("b", 4000) || string(second.Blocks[0].Payload) != lockertest.Envelope {
+			t.Fatal("the read into reused memory is wrong")
+		}
+		reused = reused || &second.Blocks[0].Payload[0] == mem
+		second.Release()
+	}
+	if !reused {
+		t.Fatal("no read reused a released chain's memory")
+	}
+}
