@@ -52,7 +52,9 @@ func init() {
 	specs["grpc-list-p99-2000"] = spec{"tools/list over loopback gRPC at 2,000 req/s, p99 from each request's scheduled start, generator in its own process", "the same load against a no-op server of the same shape (calibration), ms", load}
 	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process", "the same load against the no-op server (calibration), ms", load}
 	read := "go test -run '^$' -bench 'ReadVerify256KiB/%s/%s$' ./internal/lockerclient/"
-	specs["read-64k"] = spec{"lockermcp's verified read of a 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
+	specs["read-64k"] = spec{"lockermcp's verified read of a sealed 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form (one request)", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
+	specs["read-64k-open"] = spec{"the same read of an open pad (the daemon reads SQLite and encodes every time: no cache)", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-open")}
+	specs["read-1k-open"] = spec{"the same, open pad, 256 × 1 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd-open")}
 	specs["read-1k"] = spec{"the same, 256 × 1 KiB blocks", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd")}
 	specs["read-64k-json"] = spec{"the same read in the JSON form (pages), 4 × 64 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-json")}
 	specs["read-1k-json"] = spec{"the same read in the JSON form, 256 × 1 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd-json")}
@@ -65,7 +67,7 @@ func init() {
 }
 
 var order = []string{"extmcp-list-10", "extmcp-list-100", "extmcp-list-1000", "extmcp-list-10-nomemo", "extmcp-list-100-nomemo", "extmcp-list-1000-nomemo",
-	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "read-64k", "read-1k", "read-64k-json", "read-1k-json", "read-ceiling",
+	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
 	"append-1", "append-8", "append-64", "sha256-mbps"}
 
 func main() {
@@ -168,13 +170,14 @@ func runAll(count int) ([]Figure, error) {
 	}
 	figs = append(figs, Figure{ID: "extmcp-call", Unit: "µs", Value: must(ex.median("BenchmarkCallTool", "ns/op")) / 1e3, Goal: "<= 20 µs"})
 
-	rd, err := goBench(nil, "-bench", "ReadVerify256KiB/(4|256)blocks/(ceiling-get|http-lockerd|http-lockerd-json)$", c, "./internal/lockerclient/")
+	rd, err := goBench(nil, "-bench", "ReadVerify256KiB/(4|256)blocks/(ceiling-get|http-lockerd|http-lockerd-open|http-lockerd-json)$", c, "./internal/lockerclient/")
 	if err != nil {
 		return nil, err
 	}
 	var shas []float64
 	for _, v := range []struct{ id, blocks, sub, goal string }{
 		{"read-64k", "4", "http-lockerd", "ratio >= 0.4"}, {"read-1k", "256", "http-lockerd", "ratio >= 0.15"},
+		{"read-64k-open", "4", "http-lockerd-open", "—"}, {"read-1k-open", "256", "http-lockerd-open", "—"},
 		{"read-64k-json", "4", "http-lockerd-json", "no slower than before"}, {"read-1k-json", "256", "http-lockerd-json", "no slower than before"},
 		{"read-ceiling", "4", "ceiling-get", "—"},
 	} {
