@@ -74,7 +74,7 @@ type Client struct {
 	maxBytes  int
 	maxPage   int
 	bufs      sync.Pool // *[]byte page bodies, reused across pages and reads
-	readers   sync.Pool // *bufio.Reader for binary answers, reused across reads
+	readers   sync.Pool // *padwire.Reader for binary answers, reused across reads
 	arenas    sync.Pool // *[]byte payload memory of released chains
 	// noWireUntil (unix nanoseconds) is when to ask for the binary form again after a
 	// daemon answered without it.

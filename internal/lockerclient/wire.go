@@ -53,9 +53,9 @@ func (c *Client) readWire(ctx context.Context, padID, ticket string, exp *string
 	r.stream = func(resp *http.Response) error {
 		streamed = true
 		cr := &capReader{r: resp.Body, left: int64(c.maxPage)}
-		br := c.getReader()
-		defer c.readers.Put(br)
-		ch, err = c.wholeWire(padwire.NewReader(cr, br), padID, exp)
+		rd := c.getReader(cr)
+		defer c.readers.Put(rd)
+		ch, err = c.wholeWire(rd, padID, exp)
 		switch {
 		case errors.Is(cr.err, errBodyTooLarge):
 			return &DaemonError{Status: resp.StatusCode, Detail: fmt.Sprintf("the response from %s exceeds %d bytes", c.redacted(r), c.maxPage)}
@@ -112,11 +112,13 @@ func isWire(ctype string) bool {
 	return err == nil && mt == padwire.MediaType
 }
 
-func (c *Client) getReader() *bufio.Reader {
-	if br, ok := c.readers.Get().(*bufio.Reader); ok {
-		return br
+// getReader returns a binary-form reader on r, reused across reads.
+func (c *Client) getReader(r io.Reader) *padwire.Reader {
+	if rd, ok := c.readers.Get().(*padwire.Reader); ok {
+		rd.Reset(r)
+		return rd
 	}
-	return bufio.NewReaderSize(nil, 32<<10)
+	return padwire.NewReader(r, bufio.NewReaderSize(nil, 32<<10))
 }
 
 // capReader reads at most left bytes and remembers the first error of the underlying

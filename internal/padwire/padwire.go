@@ -111,6 +111,13 @@ func NewReader(r io.Reader, br *bufio.Reader) *Reader {
 	return &Reader{r: br}
 }
 
+// Reset makes rd read a new stream from r, reusing its buffer and scratch space (a
+// Reader is about 66 KB; a reader of many streams keeps one).
+func (r *Reader) Reset(src io.Reader) {
+	r.r.Reset(src)
+	r.payload = 0
+}
+
 func (r *Reader) full(p []byte) error {
 	_, err := io.ReadFull(r.r, p)
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -127,3 +127,36 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReset: a Reader reset onto a new stream reads it from its start, whatever was left
+// unread of the one before.
+func TestReset(t *testing.T) {
+	a := encode(Header{PadID: "a", Count: 1, Manifest: []byte(`{"a":1}`)}, []Block{{PrevHash: "p", CurrHash: "c"}}, [][]byte{bytes.Repeat([]byte("x"), 100)})
+	b := encode(Header{PadID: "b", Count: 1, Manifest: []byte(`{"b":2}`)}, []Block{{PrevHash: "q", CurrHash: "d"}}, [][]byte{[]byte("yz")})
+	r := NewReader(bytes.NewReader(a), bufio.NewReaderSize(nil, 16))
+	if _, err := r.Header(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Next(); err != nil { // stop inside the first frame's payload
+		t.Fatal(err)
+	}
+	r.Reset(bytes.NewReader(b))
+	h, err := r.Header()
+	if err != nil || h.PadID != "b" || string(h.Manifest) != `{"b":2}` {
+		t.Fatalf("header after Reset: %+v %v", h, err)
+	}
+	f, ok, err := r.Next()
+	if err != nil || !ok || f.PayloadLen != 2 || string(f.PrevHash) != "q" {
+		t.Fatalf("frame after Reset: %+v %v %v", f, ok, err)
+	}
+	p := make([]byte, 2)
+	if err := r.Payload(p, nil); err != nil || string(p) != "yz" {
+		t.Fatalf("payload after Reset: %q %v", p, err)
+	}
+	if _, ok, err := r.Next(); ok || err != nil {
+		t.Fatalf("end after Reset: %v %v", ok, err)
+	}
+	if err := r.End(); err != nil {
+		t.Fatal(err)
+	}
+}
