@@ -4,8 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/agentgate-dev/agentgate/internal/awstest"
+	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/lockerclient"
 	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
@@ -56,5 +65,111 @@ func TestBinaryBlocks(t *testing.T) {
 	}
 	if _, ok, err := rd.Next(); ok || err != nil || rd.End() != nil {
 		t.Fatalf("no end mark where expected: %v", err)
+	}
+}
+
+// gateway stands in for API Gateway's HTTP API (payload format 2.0) in front of the
+// function, on loopback, for an HTTP client: each request becomes an event like those in
+// events/, each invocation passes through Lambda's payload limits (awstest.LambdaHTTP), and
+// a base64-encoded answer is decoded, as API Gateway decodes it. jsonOnly drops the
+// client's Accept header (a deployment whose client never asks for the binary form).
+type gateway struct {
+	t        *testing.T
+	h        awstest.HTTPFunc
+	jsonOnly bool
+
+	mu          sync.Mutex
+	invocations int
+	resultBytes int // the invocations' results, as Lambda carries them (JSON)
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/v1/pads/"), "/")
+	if len(parts) != 2 || (parts[1] != "blocks" && parts[1] != "manifest") {
+		http.NotFound(w, r)
+		return
+	}
+	ev := forPad(loadEvent(g.t, parts[1]+".json"), parts[0], r.Header.Get("Authorization"))
+	ev.RawQueryString, ev.QueryStringParameters = r.URL.RawQuery, map[string]string{}
+	for k, v := range r.URL.Query() {
+		ev.QueryStringParameters[k] = strings.Join(v, ",")
+	}
+	delete(ev.Headers, "accept")
+	if a := r.Header.Get("Accept"); a != "" && !g.jsonOnly {
+		ev.Headers["accept"] = a
+	}
+	resp, err := g.h(r.Context(), ev)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out, _ := json.Marshal(resp)
+	g.mu.Lock()
+	g.invocations++
+	g.resultBytes += len(out)
+	g.mu.Unlock()
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// TestLockermcpReadsThroughAPIGateway: lockermcp's reader verifies a full pad (4 × 64 KiB,
+// the whole byte quota) served by the function behind API Gateway in one invocation in the
+// binary form, and in six without it (a refused whole-pad range, the manifest, four
+// 64 KiB pages); both land on the writer's head with the same blocks, and the binary
+// results carry fewer bytes through Lambda.
+func TestLockermcpReadsThroughAPIGateway(t *testing.T) {
+	h := newStack(t).handler(t)
+	p := create(t, h)
+	size := locker.MaxPadBytes / 4
+	payloads := [][]byte{[]byte(envelope + strings.Repeat(" ", size-len(envelope)))}
+	for i := 1; i < 4; i++ {
+		payloads = append(payloads, bytes.Repeat([]byte{byte(i), 0xff, 'x', '\n'}, size/4))
+	}
+	for i, b := range payloads {
+		want(t, "append", appendBlock(t, h, p, b, true), 201, map[string]any{"seq": i})
+	}
+	want(t, "seal", invoke(t, h, forPad(loadEvent(t, "seal.json"), p.id, "Bearer "+p.writeKey)), 200, nil)
+	head := locker.ChainHead(payloads)
+
+	read := func(jsonOnly bool) (*gateway, *lockerclient.Chain) {
+		t.Helper()
+		g := &gateway{t: t, h: awstest.LambdaHTTP(awstest.HTTPFunc(h)), jsonOnly: jsonOnly}
+		srv := httptest.NewServer(g)
+		t.Cleanup(srv.Close)
+		c, err := lockerclient.New(lockerclient.Config{BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := c.Read(t.Context(), p.id, p.ticket, lockerclient.ReadOptions{ExpectedHead: &head})
+		if err != nil || ch.Integrity.Verdict != lockerclient.VerdictTrustedHeadMatch || ch.Head != head || len(ch.Blocks) != 4 {
+			t.Fatalf("read (JSON only %v): %v", jsonOnly, err)
+		}
+		for i, b := range ch.Blocks {
+			if !bytes.Equal(b.Payload, payloads[i]) {
+				t.Fatalf("read (JSON only %v): block %d differs", jsonOnly, i)
+			}
+		}
+		return g, ch
+	}
+	bin, _ := read(false)
+	js, _ := read(true)
+	t.Logf("a 256 KiB pad through API Gateway and Lambda: binary form %d invocation(s), %d result bytes; JSON %d invocations, %d result bytes",
+		bin.invocations, bin.resultBytes, js.invocations, js.resultBytes)
+	if bin.invocations != 1 || js.invocations != 6 {
+		t.Fatalf("invocations: binary %d, JSON %d; want 1 and 6", bin.invocations, js.invocations)
+	}
+	if bin.resultBytes >= js.resultBytes {
+		t.Fatalf("the binary results (%d bytes) are not smaller than the JSON ones (%d)", bin.resultBytes, js.resultBytes)
 	}
 }
