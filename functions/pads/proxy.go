@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
 // proxy serves h for API Gateway HTTP API events (payload format 2.0), as
@@ -54,8 +56,25 @@ func proxy(h http.Handler) handlerFunc {
 		if err != nil {
 			return core.GatewayTimeoutV2(), core.NewLoggedError("Error while generating proxy response: %v", err)
 		}
+		if !resp.IsBase64Encoded && isPadwire(resp.Headers) {
+			// core sends a body that happens to be valid UTF-8 as a JSON string, where each
+			// control byte (the binary form's lengths are full of them) takes six: base64
+			// keeps the result at 4/3 of the answer, which httpapi.DefaultMaxWireBytes bounds
+			// to fit Lambda's 6 MB result.
+			resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(resp.Body)), true
+		}
 		return resp, nil
 	}
+}
+
+// isPadwire reports whether a response is the binary form of /blocks.
+func isPadwire(h map[string]string) bool {
+	for k, v := range h {
+		if strings.EqualFold(k, "Content-Type") {
+			return strings.HasPrefix(v, padwire.MediaType)
+		}
+	}
+	return false
 }
 
 // eventBody is a request body read from the event, remembering a decode error.

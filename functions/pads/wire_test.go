@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/locker"
@@ -171,5 +172,83 @@ func TestLockermcpReadsThroughAPIGateway(t *testing.T) {
 	}
 	if bin.resultBytes >= js.resultBytes {
 		t.Fatalf("the binary results (%d bytes) are not smaller than the JSON ones (%d)", bin.resultBytes, js.resultBytes)
+	}
+}
+
+// TestBinaryAnswerWithinLambdaResultLimit: a pad whose binary answer would not fit
+// Lambda's 6 MB result once base64-encoded (here: 51 content types of 100 KB) is
+// refused with 413 instead of failing the invocation, and lockermcp's reader then reads
+// it in JSON pages, every invocation within Lambda's limits.
+func TestBinaryAnswerWithinLambdaResultLimit(t *testing.T) {
+	h := newStack(t).handler(t)
+	lambda := awstest.LambdaHTTP(awstest.HTTPFunc(h))
+	r := invoke(t, h, withBody(loadEvent(t, "create.json"), []byte(`{"max_blocks": 64}`), false))
+	want(t, "create", r, 201, nil)
+	p := pad{id: r.body["pad_id"].(string), writeKey: r.body["write_key"].(string), ticket: r.body["read_ticket"].(string)}
+	ct := "text/plain; note=" + strings.Repeat("a", 100_000)
+	payloads := [][]byte{[]byte(envelope)}
+	for i := 1; i < 52; i++ {
+		payloads = append(payloads, []byte(strconv.Itoa(i)))
+	}
+	for i, b := range payloads {
+		ev := withBody(forPad(loadEvent(t, "append.json"), p.id, "Bearer "+p.writeKey), b, false)
+		if i > 0 {
+			ev.Headers["content-type"] = ct
+		}
+		want(t, "append", invoke(t, h, ev), 201, nil)
+	}
+	ev := forPad(loadEvent(t, "blocks.json"), p.id, "Bearer "+p.ticket)
+	ev.RawQueryString, ev.QueryStringParameters = "from=0&to=4095", map[string]string{"from": "0", "to": "4095"}
+	ev.Headers["accept"] = padwire.MediaType
+	resp, err := lambda(t.Context(), ev)
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("binary read of a 5.1 MB answer: %d %v; want 413 within Lambda's limits", resp.StatusCode, err)
+	}
+	head := locker.ChainHead(payloads)
+	g := &gateway{t: t, h: lambda}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	c, err := lockerclient.New(lockerclient.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Read(t.Context(), p.id, p.ticket, lockerclient.ReadOptions{ExpectedHead: &head})
+	if err != nil || ch.Integrity.Verdict != lockerclient.VerdictTrustedHeadMatch || len(ch.Blocks) != len(payloads) {
+		t.Fatalf("read in pages: %v", err)
+	}
+}
+
+// TestBinaryAnswerAlwaysBase64: a binary answer that happens to be valid UTF-8 (its
+// framing's created_at bytes decide that) still leaves the function base64-encoded, never
+// as a JSON string in which every control byte of the framing takes six; other answers
+// keep core's rule (text as is).
+func TestBinaryAnswerAlwaysBase64(t *testing.T) {
+	body := "AGPB\x02\x00\x01p" + strings.Repeat("\x00", 40) // valid UTF-8, mostly control bytes
+	for _, tc := range []struct {
+		ctype string
+		b64   bool
+	}{{padwire.MediaType, true}, {"application/json", false}} {
+		h := proxy(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", tc.ctype)
+			_, _ = w.Write([]byte(body))
+		}))
+		resp, err := awstest.LambdaHTTP(awstest.HTTPFunc(h))(t.Context(), loadEvent(t, "blocks.json"))
+		if err != nil || resp.IsBase64Encoded != tc.b64 {
+			t.Fatalf("%s: base64 %v (%v), want %v", tc.ctype, resp.IsBase64Encoded, err, tc.b64)
+		}
+		got := resp.Body
+		if tc.b64 {
+			b, err := base64.StdEncoding.DecodeString(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = string(b)
+		}
+		if got != body {
+			t.Fatalf("%s: the body changed", tc.ctype)
+		}
+	}
+	if !utf8.ValidString(body) {
+		t.Fatal("the body must be valid UTF-8: the case this guards")
 	}
 }

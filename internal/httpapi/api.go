@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/setting"
 )
 
 // Payments decides pay-per-pad creates (LOCKER_MODE=txid). A nil Payments is open mode.
@@ -47,6 +48,9 @@ type Config struct {
 	// PadCacheBytes bounds the cache of sealed pads' binary /blocks form (padwire), keyed
 	// by pad and head. Default DefaultPadCacheBytes; negative disables it.
 	PadCacheBytes int
+	// MaxWireBytes bounds a binary /blocks answer; a read whose answer would be larger is
+	// refused with 413 (a client then reads JSON pages). Default DefaultMaxWireBytes.
+	MaxWireBytes int
 }
 
 type api struct {
@@ -55,6 +59,7 @@ type api struct {
 	version string
 	log     *slog.Logger
 	pads    *padCache
+	maxWire int
 }
 
 // New returns the Padlock HTTP handler.
@@ -65,7 +70,8 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.PadCacheBytes == 0 {
 		cfg.PadCacheBytes = DefaultPadCacheBytes
 	}
-	a := &api{svc: cfg.Service, pay: cfg.Payments, version: cfg.Version, log: cfg.Logger, pads: newPadCache(cfg.PadCacheBytes)}
+	a := &api{svc: cfg.Service, pay: cfg.Payments, version: cfg.Version, log: cfg.Logger, pads: newPadCache(cfg.PadCacheBytes),
+		maxWire: setting.Positive(cfg.MaxWireBytes, DefaultMaxWireBytes)}
 	if a.version == "" {
 		a.version = "dev"
 	}

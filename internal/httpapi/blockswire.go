@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +13,16 @@ import (
 
 // DefaultPadCacheBytes bounds the cache of sealed pads' encoded binary form.
 const DefaultPadCacheBytes = 32 << 20
+
+// DefaultMaxWireBytes bounds a binary /blocks answer. A pad within the byte quota (256 KiB
+// of payload, at most 4096 blocks with their hashes and content types of ordinary length)
+// answers in under 1 MiB; only long content types make it larger. 4 MiB base64-encoded is
+// 5.6 MB, inside Lambda's 6 MB (6,291,456-byte) result with room for the response's
+// headers: the pads Lambda never answers with a result Lambda refuses.
+const DefaultMaxWireBytes = 4 << 20
+
+// headerAllowance is the most a binary header (pad id, ranges, manifest) takes.
+const headerAllowance = 2 << 10
 
 // acceptsPadwire reports whether the request's Accept header asks for the binary form: our
 // media type with a q above zero, and not below application/json's q. Without it, nothing
@@ -56,7 +67,16 @@ func acceptsPadwire(r *http.Request) bool {
 // JSON, which the client asked to accept.
 func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, from, to int, hasTo bool) {
 	var cached []byte
-	opt := locker.ReadOptions{Whole: true}
+	opt := locker.ReadOptions{Whole: true, Check: func(blocks []locker.Block) error {
+		size := headerAllowance + padwire.EndSize
+		for _, b := range blocks {
+			size += padwire.BlockSize(padwire.Block{PrevHash: b.PrevHash, CurrHash: b.CurrHash, ContentType: b.ContentType}, len(b.Payload))
+		}
+		if size > a.maxWire {
+			return &locker.Error{Kind: locker.KindTooLarge, Detail: fmt.Sprintf("binary answer exceeds %d bytes; read the pad in pages", a.maxWire)}
+		}
+		return nil
+	}}
 	if a.pads != nil {
 		opt.Reuse = func(id, head string) bool {
 			cached = a.pads.get(id, head)

@@ -226,3 +226,27 @@ func TestBlocksWireCarriesTheManifest(t *testing.T) {
 		t.Fatalf("the pad did not expire: %s", m.body)
 	}
 }
+
+// TestBlocksWireTooLarge: a binary answer over MaxWireBytes is refused with 413 before the
+// read is recorded (a read_once lease stays unopened), and the same read in JSON pages,
+// or a binary read that fits, is served.
+func TestBlocksWireTooLarge(t *testing.T) {
+	hs := newHarness(t, func(c *Config) { c.MaxWireBytes = 8 << 10 })
+	c := hs.create(`{"max_blocks": 8}`)
+	hs.mustAppend(c, envelope)
+	hs.mustAppend(c, strings.Repeat("x", 6<<10))
+	path := "/v1/pads/" + c.PadID + "/blocks"
+	bearer := "Authorization: Bearer " + c.ReadTicket // read_once
+	r := hs.do("GET", path, nil, bearer, wireAccept)
+	if r.status != 413 || r.body != `{"error":"payload_too_large","detail":"binary answer exceeds 8192 bytes; read the pad in pages"}` {
+		t.Fatalf("over the cap: %d %s", r.status, r.body)
+	}
+	// The refused read opened no lease: 601 s later the ticket still reads.
+	hs.clock.Advance(601 * time.Second)
+	if r := hs.do("GET", path+"?from=1&to=1", nil, bearer); r.status != 200 {
+		t.Fatalf("JSON page after the refusal: %d %s", r.status, r.body)
+	}
+	if r := hs.do("GET", path+"?from=0&to=0", nil, bearer, wireAccept); r.status != 200 || r.header.Get("Content-Type") != padwire.MediaType {
+		t.Fatalf("a binary read that fits: %d %s", r.status, r.body)
+	}
+}

@@ -37,7 +37,7 @@ type harness struct {
 	dbPath string
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "locker.db")
 	store, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path})
@@ -53,7 +53,11 @@ func newHarness(t testing.TB) *harness {
 	if err := svc.SeedDemo(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Service: svc, Version: "test"})
+	cfg := Config{Service: svc, Version: "test"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -468,6 +468,9 @@ type ReadOptions struct {
 	// answers true the blocks are not read from the store (Slice.Reused); every check,
 	// and the read_once lease, apply as for any read.
 	Reuse func(padID, head string) bool
+	// Check, when set, is the transport's own limit on the blocks read from the store: an
+	// error it returns refuses the read before the read is recorded (no lease opens).
+	Check func(blocks []Block) error
 }
 
 // ReadBlocks returns blocks from..to (inclusive; without hasTo, up to the last block) of a pad for
@@ -536,6 +539,11 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 		}
 		if !opt.Whole && size > MaxSliceBytes {
 			return Slice{}, refuse(KindTooLarge, "slice payload exceeds %d bytes; narrow from/to", MaxSliceBytes)
+		}
+		if opt.Check != nil {
+			if err := opt.Check(blocks); err != nil {
+				return Slice{}, err
+			}
 		}
 	}
 	// Only the read that opens a lease writes; later reads inside the window are pure reads,
