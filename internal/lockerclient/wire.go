@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -21,6 +22,10 @@ import (
 // wireAccept asks for the binary form (padwire) and accepts the contract's JSON: a daemon
 // that does not offer the binary form answers as it always has.
 const wireAccept = padwire.MediaType + ", application/json;q=0.5"
+
+// wireTooLarge begins the detail of a daemon's 413 for a binary answer over its cap
+// (docs/padlock.md): it has the binary form, only not for this pad.
+const wireTooLarge = "binary answer exceeds "
 
 // wireRetry is how long a client that found a daemon without the binary form keeps to
 // JSON paging before it asks again (a daemon may be upgraded in place).
@@ -73,6 +78,8 @@ func (c *Client) readWire(ctx context.Context, padID, ticket string, exp *string
 			return nil, true, err
 		}
 		return ch, true, nil
+	case errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge && strings.HasPrefix(de.Detail, wireTooLarge):
+		return nil, false, nil // this pad is too large for one answer; the next may not be
 	case err == nil, errors.As(err, &de) && de.Status == http.StatusRequestEntityTooLarge:
 		c.noWireUntil.Store(time.Now().Add(wireRetry).UnixNano())
 		return nil, false, nil

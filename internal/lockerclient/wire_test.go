@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
@@ -264,5 +265,32 @@ func TestChainRelease(t *testing.T) {
 	}
 	if !reused {
 		t.Fatal("no read reused a released chain's memory")
+	}
+}
+
+// TestWireTooLargeForOnePad: a daemon's 413 for a binary answer over its cap sends that
+// read to JSON pages and leaves the binary form on for the next read.
+func TestWireTooLargeForOnePad(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	p := d.Pad([][]byte{[]byte(lockertest.Envelope), []byte("two")}, true)
+	var tooLarge atomic.Bool
+	tooLarge.Store(true)
+	f := &forms{h: d.Hostile(func(r *http.Request, resp *lockertest.Response) {
+		if tooLarge.Load() && strings.Contains(r.Header.Get("Accept"), padwire.MediaType) {
+			resp.Status = http.StatusRequestEntityTooLarge
+			resp.Header = http.Header{"Content-Type": {"application/json"}}
+			resp.Body = []byte(`{"error":"payload_too_large","detail":"binary answer exceeds 4194304 bytes; read the pad in pages"}`)
+		}
+	})}
+	c := serve(t, f)
+	if _, err := c.Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tooLarge.Store(false)
+	if _, err := c.Read(t.Context(), p.PadID, p.ReadTicket, ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.ct, " "); got != "application/json application/json "+padwire.MediaType {
+		t.Fatalf("answers %s: want the refused binary read, a JSON page, then the binary form again", got)
 	}
 }
