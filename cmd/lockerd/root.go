@@ -87,6 +87,9 @@ tickets. SIGTERM or Ctrl-C finishes in-flight requests, then exits.` +
 }
 
 // serve runs the daemon until ctx is cancelled. ready, when set, receives the bound address.
+// maxHeaderBytes bounds a request's headers (net/http allows 4,096 bytes over it).
+const maxHeaderBytes = 16 << 10
+
 func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- string) error {
 	log := logx.New(env.Stderr, cfg.LogLevel)
 	store, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: cfg.DBPath})
@@ -107,9 +110,11 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	}
 	// A client may not hold a connection by trickling its request (ReadTimeout covers the
 	// body), nor may many such clients exhaust file descriptors (LimitListener: at most
-	// MaxConns served at once, the rest wait in the accept queue).
+	// MaxConns served at once, the rest wait in the accept queue). Request headers are
+	// bounded as the Python peer's server bounds them (h11: 16 KiB), not by Go's 1 MB: a
+	// block's content_type is stored verbatim and is not part of the pad's byte quota.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
-		WriteTimeout: cfg.ReadTimeout + 60*time.Second, IdleTimeout: 120 * time.Second}
+		WriteTimeout: cfg.ReadTimeout + 60*time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	ln = netutil.LimitListener(ln, cfg.MaxConns)
 	url := "http://" + ln.Addr().String()
 	log.InfoContext(ctx, "lockerd listening", "url", url, "version", version.String(), "db_path", store.Path(), "mode", string(cfg.Mode))

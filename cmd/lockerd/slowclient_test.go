@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +127,44 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatalf("health once the slot is free: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// TestLongHeadersRefused: request headers are bounded at 16 KiB (plus net/http's 4 KiB of
+// slack), not Go's default 1 MB: an append whose Content-Type — stored verbatim, outside
+// the pad's byte quota — is 30 KB long is refused with 431 and stores nothing; one of 8 KB
+// is stored.
+func TestLongHeadersRefused(t *testing.T) {
+	addr := startInProcess(t, map[string]string{})
+	base := "http://" + addr
+	resp, err := http.Post(base+"/v1/pads", "application/json", strings.NewReader(`{}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create: %v %v", resp, err)
+	}
+	var c struct {
+		PadID    string `json:"pad_id"`
+		WriteKey string `json:"write_key"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	appendWith := func(ct string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/v1/pads/"+c.PadID+"/append", strings.NewReader(`{"schema": "locker.handoff.v1", "task_id": "t", "from_agent": "a", "to_agent": "b", "constraints": [], "artifacts": [], "budget_usd": null}`))
+		req.Header.Set("Authorization", "Bearer "+c.WriteKey)
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if got, _ := appendWith("application/json; x=" + strings.Repeat("a", 30_000)); got != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a 30 KB Content-Type: %d, want 431", got)
+	}
+	if got, body := appendWith("application/json; x=" + strings.Repeat("a", 8_000)); got != 201 || !strings.Contains(body, `"seq": 0`) && !strings.Contains(body, `"seq":0`) {
+		t.Fatalf("an 8 KB Content-Type: %d %s, want 201 at seq 0 (the refused append stored nothing)", got, body)
+	}
 }
