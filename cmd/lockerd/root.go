@@ -111,7 +111,7 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	// A client may not hold a connection by trickling its request (ReadTimeout covers the
 	// body), nor may many such clients exhaust file descriptors (LimitListener: at most
 	// MaxConns served at once, the rest wait in the accept queue). Request headers are
-	// bounded as the Python peer's server bounds them (h11: 16 KiB), not by Go's 1 MB: a
+	// bounded as uvicorn's default h11 parser bounds the Python peer's (16 KiB), not by Go's 1 MB: a
 	// block's content_type is stored verbatim and is not part of the pad's byte quota.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.ReadTimeout + 60*time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeaderBytes}
