@@ -124,6 +124,28 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+// readThrough reads pad p with lockermcp's reader through g, on loopback, and checks that
+// it verifies onto the writer's head with exactly payloads.
+func readThrough(t *testing.T, g *gateway, p pad, payloads [][]byte) {
+	t.Helper()
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	c, err := lockerclient.New(lockerclient.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := locker.ChainHead(payloads)
+	ch, err := c.Read(t.Context(), p.id, p.ticket, lockerclient.ReadOptions{ExpectedHead: &head})
+	if err != nil || ch.Integrity.Verdict != lockerclient.VerdictTrustedHeadMatch || ch.Head != head || len(ch.Blocks) != len(payloads) {
+		t.Fatalf("read (JSON only %v): %v", g.jsonOnly, err)
+	}
+	for i, b := range ch.Blocks {
+		if !bytes.Equal(b.Payload, payloads[i]) {
+			t.Fatalf("read (JSON only %v): block %d differs", g.jsonOnly, i)
+		}
+	}
+}
+
 // TestLockermcpReadsThroughAPIGateway: lockermcp's reader verifies a full pad (4 × 64 KiB,
 // the whole byte quota) served by the function behind API Gateway in one invocation in the
 // binary form, and in six without it (a refused whole-pad range, the manifest, four
@@ -141,30 +163,11 @@ func TestLockermcpReadsThroughAPIGateway(t *testing.T) {
 		want(t, "append", appendBlock(t, h, p, b, true), 201, map[string]any{"seq": i})
 	}
 	want(t, "seal", invoke(t, h, forPad(loadEvent(t, "seal.json"), p.id, "Bearer "+p.writeKey)), 200, nil)
-	head := locker.ChainHead(payloads)
 
-	read := func(jsonOnly bool) (*gateway, *lockerclient.Chain) {
-		t.Helper()
-		g := &gateway{t: t, h: awstest.LambdaHTTP(awstest.HTTPFunc(h)), jsonOnly: jsonOnly}
-		srv := httptest.NewServer(g)
-		t.Cleanup(srv.Close)
-		c, err := lockerclient.New(lockerclient.Config{BaseURL: srv.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, err := c.Read(t.Context(), p.id, p.ticket, lockerclient.ReadOptions{ExpectedHead: &head})
-		if err != nil || ch.Integrity.Verdict != lockerclient.VerdictTrustedHeadMatch || ch.Head != head || len(ch.Blocks) != 4 {
-			t.Fatalf("read (JSON only %v): %v", jsonOnly, err)
-		}
-		for i, b := range ch.Blocks {
-			if !bytes.Equal(b.Payload, payloads[i]) {
-				t.Fatalf("read (JSON only %v): block %d differs", jsonOnly, i)
-			}
-		}
-		return g, ch
-	}
-	bin, _ := read(false)
-	js, _ := read(true)
+	lambda := awstest.LambdaHTTP(awstest.HTTPFunc(h))
+	bin, js := &gateway{t: t, h: lambda}, &gateway{t: t, h: lambda, jsonOnly: true}
+	readThrough(t, bin, p, payloads)
+	readThrough(t, js, p, payloads)
 	t.Logf("a 256 KiB pad through API Gateway and Lambda: binary form %d invocation(s), %d result bytes; JSON %d invocations, %d result bytes",
 		bin.invocations, bin.resultBytes, js.invocations, js.resultBytes)
 	if bin.invocations != 1 || js.invocations != 6 {
@@ -204,18 +207,7 @@ func TestBinaryAnswerWithinLambdaResultLimit(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("binary read of a 5.1 MB answer: %d %v; want 413 within Lambda's limits", resp.StatusCode, err)
 	}
-	head := locker.ChainHead(payloads)
-	g := &gateway{t: t, h: lambda}
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	c, err := lockerclient.New(lockerclient.Config{BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := c.Read(t.Context(), p.id, p.ticket, lockerclient.ReadOptions{ExpectedHead: &head})
-	if err != nil || ch.Integrity.Verdict != lockerclient.VerdictTrustedHeadMatch || len(ch.Blocks) != len(payloads) {
-		t.Fatalf("read in pages: %v", err)
-	}
+	readThrough(t, &gateway{t: t, h: lambda}, p, payloads)
 }
 
 // TestBinaryAnswerAlwaysBase64: a binary answer that happens to be valid UTF-8 (its
