@@ -114,16 +114,6 @@ type Emulator struct {
 // Logs returns what the emulator and the bootstrap printed so far (the first MiB).
 func (e *Emulator) Logs() string { return e.logs.String() }
 
-func loopbackAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // Start runs bootstrap under rie on loopback ports with env (plus PATH and a fresh HOME).
 // The emulator gets its own process group, so Stop (and cleanup, which calls it) stops it
 // and the bootstrap it spawned by PID (SIGTERM, then SIGKILL after 5 s); a failed test logs
@@ -131,7 +121,7 @@ func loopbackAddr(t testing.TB) string {
 // first invocation arrives.
 func Start(t testing.TB, rie, bootstrap string, env []string) *Emulator {
 	t.Helper()
-	api, runtimeAPI := loopbackAddr(t), loopbackAddr(t)
+	api, runtimeAPI := "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t))
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, bootstrap)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	e := &Emulator{URL: "http://" + api + "/2015-03-31/functions/function/invocations", addr: api, logs: &logs{}}
