@@ -12,7 +12,7 @@ import (
 // listingN builds an n-tool tools/list result from server-everything's real tool objects
 // (renamed to stay unique) and a source approving nine in ten of them: the decision drops
 // every tenth and returns a mutated result.
-func listingN(b *testing.B, n int) ([]byte, *memSource) {
+func listingN(b testing.TB, n int) ([]byte, *memSource) {
 	_, tools := everything(b)
 	src := newMemSource()
 	var buf bytes.Buffer

@@ -173,27 +173,15 @@ func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
 func ServerOptions(maxMessageBytes, maxReplyBytes int) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		experimental.BufferPool(bufferPool),
+		grpc.ForceServerCodecV2(poolCodec{bufferPool}),
 		grpc.MaxRecvMsgSize(maxMessageBytes + 64<<10),
 		grpc.MaxSendMsgSize(maxReplyBytes + 64<<10),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 }
 
-// bufferPool has a tier at every power of two from 256 B to 16 MiB. grpc-go's default
-// tiers jump from 32 KiB to 1 MiB, and its pools zero the whole tier on every Get: a
-// 58 KB tools/list result cleared 1 MiB per message (13% of the processor's CPU under
-// load). Here it clears 64 KiB.
-var bufferPool = func() mem.BufferPool {
-	exps := make([]uint8, 0, 17)
-	for e := uint8(8); e <= 24; e++ {
-		exps = append(exps, e)
-	}
-	p, err := mem.NewBinaryTieredBufferPool(exps...)
-	if err != nil { // only for exponents past the word size
-		return mem.DefaultBufferPool()
-	}
-	return p
-}()
+// bufferPool is shared by every server of the process.
+var bufferPool mem.BufferPool = &tieredPool{}
 
 // UpdateHealth sets SERVING while every server has fresh approvals, NOT_SERVING otherwise.
 func UpdateHealth(p *Processor, hs *health.Server) {
