@@ -398,22 +398,6 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// until waits for at with the kernel's nanosleep. (Go's own timers sleep in the network
-// poller, whose epoll_wait takes whole milliseconds on Linux: time.Sleep of 440 µs woke
-// a millisecond late, so every request here was late by up to that much, which counted
-// in its latency. A nanosleep wakes within the kernel's timer slack, tens of
-// microseconds.) Lateness is measured, never hidden: every latency is taken from at.
-func until(at time.Time) {
-	for {
-		d := time.Until(at)
-		if d <= 0 {
-			return
-		}
-		ts := syscall.NsecToTimespec(d.Nanoseconds())
-		_ = syscall.Nanosleep(&ts, nil) // interrupted: the loop sleeps the rest
-	}
-}
-
 // drive sends rate requests a second for duration from a fixed schedule (open loop): a
 // request that cannot go at its time — the generator was late, or inflight requests are
 // outstanding — goes as soon as it can, and its latency still counts from its schedule.
