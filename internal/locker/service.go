@@ -226,6 +226,43 @@ func (s *Service) pad(ctx context.Context, id string) (Pad, error) {
 	return p, nil
 }
 
+// padAndTicket reads a pad and, unless it is the demo pad, the read ticket presented for
+// it, with the refusals in this order: an unknown pad, a missing ticket, an unknown
+// ticket. A store that reads both at once (PadTicketReader) is asked once.
+func (s *Service) padAndTicket(ctx context.Context, padID, ticket string) (Pad, Ticket, error) {
+	if padID == DemoPadID {
+		p, err := s.pad(ctx, padID)
+		return p, Ticket{}, err
+	}
+	if both, ok := s.store.(PadTicketReader); ok && ticket != "" {
+		p, t, err := both.PadAndTicket(ctx, padID, HashSecret(ticket))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Pad{}, Ticket{}, errPadNotFound
+		case err != nil:
+			return Pad{}, Ticket{}, s.storeErr("read pad and ticket", err)
+		case t == nil:
+			return Pad{}, Ticket{}, errInvalidTicket
+		}
+		return p, *t, nil
+	}
+	p, err := s.pad(ctx, padID)
+	if err != nil {
+		return Pad{}, Ticket{}, err
+	}
+	if ticket == "" {
+		return Pad{}, Ticket{}, errMissingTicket
+	}
+	t, err := s.store.Ticket(ctx, HashSecret(ticket))
+	if errors.Is(err, ErrNotFound) {
+		return Pad{}, Ticket{}, errInvalidTicket
+	}
+	if err != nil {
+		return Pad{}, Ticket{}, s.storeErr("read ticket", err)
+	}
+	return p, t, nil
+}
+
 func (s *Service) expire(ctx context.Context, p Pad, now int64) (Pad, error) {
 	if p.State == StateOpen && p.ExpiresAt <= now {
 		if err := s.store.Expire(ctx, p.ID); err != nil {
@@ -482,23 +519,12 @@ func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to
 
 // ReadBlocksWith is ReadBlocks adjusted by opt.
 func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from, to int, hasTo bool, opt ReadOptions) (Slice, error) {
-	p, err := s.pad(ctx, padID)
+	p, t, err := s.padAndTicket(ctx, padID, ticket)
 	if err != nil {
 		return Slice{}, err
 	}
 	now := s.now().Unix()
-	var t Ticket
 	if padID != DemoPadID {
-		if ticket == "" {
-			return Slice{}, errMissingTicket
-		}
-		t, err = s.store.Ticket(ctx, HashSecret(ticket))
-		if errors.Is(err, ErrNotFound) {
-			return Slice{}, errInvalidTicket
-		}
-		if err != nil {
-			return Slice{}, s.storeErr("read ticket", err)
-		}
 		if subtle.ConstantTimeCompare([]byte(t.PadID), []byte(padID)) != 1 {
 			return Slice{}, errInvalidTicket
 		}

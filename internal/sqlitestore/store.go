@@ -41,7 +41,7 @@ type Store struct {
 	h        *sql.DB    // read-only connection for /health, no transaction control
 
 	// Request-path reads, prepared once: preparing is a tenth of a /blocks read's cost.
-	padStmt, ticketStmt, blocksStmt *sql.Stmt
+	padStmt, ticketStmt, blocksStmt, padTicketStmt *sql.Stmt
 }
 
 // Open opens (and, unless read-only, creates and migrates) the database at cfg.Path.
@@ -93,6 +93,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}{
 		{&s.padStmt, `SELECT ` + padColumns + ` FROM pads WHERE id = ?`},
 		{&s.ticketStmt, `SELECT ` + ticketColumns + ` FROM tickets WHERE hash = ?`},
+		{&s.padTicketStmt, padTicketQuery},
 		{&s.blocksStmt, `SELECT seq, prev_hash, curr_hash, content_type, payload, created_at
 			FROM blocks WHERE pad_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`},
 	} {
@@ -179,12 +180,12 @@ func (s *Store) Close() error {
 	if s.commits != nil {
 		s.commits.close()
 	}
-	for _, st := range []*sql.Stmt{s.padStmt, s.ticketStmt, s.blocksStmt} {
+	for _, st := range []*sql.Stmt{s.padStmt, s.ticketStmt, s.blocksStmt, s.padTicketStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
 	}
-	s.padStmt, s.ticketStmt, s.blocksStmt = nil, nil, nil
+	s.padStmt, s.ticketStmt, s.blocksStmt, s.padTicketStmt = nil, nil, nil, nil
 	for _, db := range []*sql.DB{s.w, s.r, s.h} {
 		if db != nil {
 			errs = append(errs, db.Close())
@@ -418,6 +419,37 @@ func scanTicket(row interface{ Scan(...any) error }) (locker.Ticket, error) {
 func (s *Store) Ticket(ctx context.Context, hash string) (locker.Ticket, error) {
 	return scanTicket(s.ticketStmt.QueryRowContext(ctx, hash))
 }
+
+// padTicketQuery reads padColumns and ticketColumns, in their order, of one pad (?1) and
+// one ticket (?2) in one statement; the ticket's columns are NULL when it does not exist.
+const padTicketQuery = `SELECT p.id, p.write_key_hash, p.state, p.created_at, p.expires_at, COALESCE(p.sealed_at, 0),
+	p.max_blocks, p.max_bytes, p.block_count, p.total_bytes, p.head_hash,
+	t.hash, t.pad_id, t.type, t.redeemed_count, t.max_reads, COALESCE(t.lease_started_at, 0), t.created_at
+	FROM pads AS p LEFT JOIN tickets AS t ON t.hash = ?2 WHERE p.id = ?1`
+
+// PadAndTicket implements locker.PadTicketReader: one statement, one read transaction.
+func (s *Store) PadAndTicket(ctx context.Context, padID, ticketHash string) (locker.Pad, *locker.Ticket, error) {
+	var p locker.Pad
+	var state string
+	var hash, tpad, typ sql.NullString
+	var redeemed, maxReads, lease, created sql.NullInt64
+	err := s.padTicketStmt.QueryRowContext(ctx, padID, ticketHash).Scan(&p.ID, &p.WriteKeyHash, &state, &p.CreatedAt, &p.ExpiresAt, &p.SealedAt,
+		&p.MaxBlocks, &p.MaxBytes, &p.BlockCount, &p.TotalBytes, &p.HeadHash, &hash, &tpad, &typ, &redeemed, &maxReads, &lease, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return locker.Pad{}, nil, fmt.Errorf("pad: %w", locker.ErrNotFound)
+	}
+	if err != nil {
+		return locker.Pad{}, nil, wrap("read pad and ticket", err)
+	}
+	p.State = locker.State(state)
+	if !hash.Valid {
+		return p, nil, nil
+	}
+	return p, &locker.Ticket{Hash: hash.String, PadID: tpad.String, Type: locker.TicketType(typ.String), RedeemedCount: int(redeemed.Int64),
+		MaxReads: int(maxReads.Int64), LeaseStartedAt: lease.Int64, CreatedAt: created.Int64}, nil
+}
+
+var _ locker.PadTicketReader = (*Store)(nil)
 
 // RecordRead implements locker.Store.
 func (s *Store) RecordRead(ctx context.Context, hash string, now int64) (locker.Ticket, error) {

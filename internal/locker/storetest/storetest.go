@@ -21,6 +21,7 @@ func Run(t *testing.T, newStore func(t *testing.T) locker.Store) {
 	t.Run("Seal", func(t *testing.T) { testSeal(t, newStore(t)) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, newStore(t)) })
 	t.Run("Tickets", func(t *testing.T) { testTickets(t, newStore(t)) })
+	t.Run("PadAndTicket", func(t *testing.T) { testPadAndTicket(t, newStore(t)) })
 	t.Run("Receipts", func(t *testing.T) { testReceipts(t, newStore(t)) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, newStore(t)) })
 }
@@ -318,6 +319,61 @@ func testExpire(t *testing.T, s locker.Store) {
 	if err := s.Expire(t.Context(), "missing"); !errors.Is(err, locker.ErrNotFound) {
 		t.Errorf("Expire unknown err = %v, want ErrNotFound", err)
 	}
+}
+
+// testPadAndTicket: a store with the PadTicketReader capability answers exactly what Pad
+// and Ticket answer, for every combination of a known or unknown pad and ticket, a ticket
+// of another pad, and after the ticket's lease and the pad's state have moved.
+func testPadAndTicket(t *testing.T, s locker.Store) {
+	both, ok := s.(locker.PadTicketReader)
+	if !ok {
+		t.Log("the store reads a pad and a ticket separately (no PadTicketReader): nothing to compare")
+		return
+	}
+	ctx := t.Context()
+	np, other := newPad(8), newPad(8)
+	mustCreate(t, s, np)
+	mustCreate(t, s, other)
+	check := func(what, padID, hash string) {
+		t.Helper()
+		wantPad, perr := s.Pad(ctx, padID)
+		wantTicket, terr := s.Ticket(ctx, hash)
+		gotPad, gotTicket, err := both.PadAndTicket(ctx, padID, hash)
+		switch {
+		case errors.Is(perr, locker.ErrNotFound):
+			if !errors.Is(err, locker.ErrNotFound) {
+				t.Errorf("%s: err = %v, want ErrNotFound (no such pad)", what, err)
+			}
+		case err != nil || perr != nil:
+			t.Fatalf("%s: %v / %v", what, err, perr)
+		case gotPad != wantPad:
+			t.Errorf("%s: pad %+v, want %+v", what, gotPad, wantPad)
+		case errors.Is(terr, locker.ErrNotFound):
+			if gotTicket != nil {
+				t.Errorf("%s: ticket %+v, want none", what, *gotTicket)
+			}
+		case terr != nil:
+			t.Fatal(terr)
+		case gotTicket == nil || *gotTicket != wantTicket:
+			t.Errorf("%s: ticket %v, want %+v", what, gotTicket, wantTicket)
+		}
+	}
+	check("pad and its ticket", np.Pad.ID, np.Ticket.Hash)
+	check("another pad's ticket", np.Pad.ID, other.Ticket.Hash)
+	check("unknown ticket", np.Pad.ID, locker.HashSecret("nope"))
+	check("unknown pad", "p-unknown", np.Ticket.Hash)
+	check("unknown pad and ticket", "p-unknown", locker.HashSecret("nope"))
+	if _, err := s.RecordRead(ctx, np.Ticket.Hash, 2000); err != nil {
+		t.Fatal(err)
+	}
+	b := locker.Block{PadID: np.Pad.ID, Seq: 0, PrevHash: np.Pad.HeadHash, CurrHash: "c0", ContentType: "text/plain", Payload: []byte("x"), CreatedAt: np.Pad.CreatedAt + 1}
+	if err := s.AppendBlock(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seal(ctx, np.Pad.ID, 1, "c0", np.Pad.CreatedAt+2); err != nil {
+		t.Fatal(err)
+	}
+	check("after a read, an append and the seal", np.Pad.ID, np.Ticket.Hash)
 }
 
 func testTickets(t *testing.T, s locker.Store) {
