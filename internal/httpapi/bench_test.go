@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
 // fullPad creates a pad holding exactly 256 KiB of payload in n equal blocks (block 0 an
@@ -116,4 +118,37 @@ func benchReadVerify(b *testing.B, n int) {
 			}
 		}
 	})
+}
+
+// discardWriter is a ResponseWriter that keeps the headers and drops the body.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkBlocksWireHandler is the daemon's own work for lockermcp's read of a sealed
+// 256 KiB pad (the binary form, answered from the cache): routing, the ticket and pad
+// read from SQLite, the checks, the headers; no network. The request's context is
+// cancellable, as every request's is under net/http (the store's reads run without its
+// cancellation: see sqlitestore's quick).
+//
+//	go test -run='^$' -bench=BlocksWireHandler -benchmem ./internal/httpapi/
+func BenchmarkBlocksWireHandler(b *testing.B) {
+	hs := newHarness(b)
+	c, _ := fullPad(b, hs, 4)
+	hs.seal(c)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/pads/"+c.PadID+"/blocks?from=0&to=4095", nil)
+	req.Header.Set("Accept", padwire.MediaType)
+	req.Header.Set("Authorization", "Bearer "+c.ReadTicket)
+	w := &discardWriter{h: http.Header{}}
+	for b.Loop() {
+		clear(w.h)
+		hs.h.ServeHTTP(w, req)
+		if w.h.Get("Content-Type") != padwire.MediaType {
+			b.Fatalf("not a binary answer: %v", w.h)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package sqlitestore
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,22 @@ func TestRefusesUnknownSchemaVersion(t *testing.T) {
 	_, err := Open(t.Context(), Config{Path: path})
 	if err == nil || !strings.Contains(err.Error(), `schema version "99"`) {
 		t.Errorf("Open = %v, want a schema version refusal", err)
+	}
+}
+
+// Request-path reads run without the request's cancellation (quick), but one whose
+// context is already done is refused before its statement starts.
+func TestReadsRefuseADoneContext(t *testing.T) {
+	s := newTestStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err1 := s.Pad(ctx, "p")
+	_, err2 := s.Ticket(ctx, "t")
+	_, _, err3 := s.PadAndTicket(ctx, "p", "t")
+	_, err4 := s.Blocks(ctx, "p", 0, 1)
+	for i, err := range []error{err1, err2, err3, err4} {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("read %d with a cancelled context: %v, want context.Canceled", i+1, err)
+		}
 	}
 }
