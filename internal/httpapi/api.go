@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,8 +229,11 @@ func writeKey(r *http.Request) (string, bool) {
 }
 
 // readTicket takes ?ticket= first, else an exact-case "Bearer " Authorization header.
-func readTicket(r *http.Request) string {
-	if t := r.URL.Query().Get("ticket"); t != "" {
+func readTicket(r *http.Request) string { return ticketIn(r, r.URL.Query()) }
+
+// ticketIn is readTicket with the request's query already parsed.
+func ticketIn(r *http.Request, q url.Values) string {
+	if t := q.Get("ticket"); t != "" {
 		return t
 	}
 	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
@@ -484,8 +488,8 @@ type validationItem struct {
 
 // queryInt parses an optional integer query parameter as the peer's framework does: the
 // last value wins, surrounding whitespace is allowed, out-of-range values saturate.
-func queryInt(r *http.Request, name string) (n int, present bool, bad *validationItem) {
-	vals, ok := r.URL.Query()[name]
+func queryInt(q url.Values, name string) (n int, present bool, bad *validationItem) {
+	vals, ok := q[name]
 	if !ok || len(vals) == 0 {
 		return 0, false, nil
 	}
@@ -508,8 +512,9 @@ func queryInt(r *http.Request, name string) (n int, present bool, bad *validatio
 }
 
 func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
-	from, _, badFrom := queryInt(r, "from")
-	to, hasTo, badTo := queryInt(r, "to")
+	q := r.URL.Query() // parsed once: from, to and the ticket
+	from, _, badFrom := queryInt(q, "from")
+	to, hasTo, badTo := queryInt(q, "to")
 	if badFrom != nil || badTo != nil {
 		var items []validationItem
 		for _, b := range []*validationItem{badFrom, badTo} {
@@ -523,10 +528,10 @@ func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
 		return
 	}
 	if acceptsPadwire(r) {
-		a.blocksWire(w, r, padID, from, to, hasTo)
+		a.blocksWire(w, r, padID, ticketIn(r, q), from, to, hasTo)
 		return
 	}
-	s, err := a.svc.ReadBlocks(r.Context(), padID, readTicket(r), from, to, hasTo)
+	s, err := a.svc.ReadBlocks(r.Context(), padID, ticketIn(r, q), from, to, hasTo)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

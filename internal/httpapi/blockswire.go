@@ -65,7 +65,7 @@ func acceptsPadwire(r *http.Request) bool {
 // hit skips the store's block reads and the encoding, and goes out in one write. An answer
 // the binary form cannot carry (a negative from echoed by an empty read) is served as
 // JSON, which the client asked to accept.
-func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, from, to int, hasTo bool) {
+func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID, ticket string, from, to int, hasTo bool) {
 	var cached []byte
 	opt := locker.ReadOptions{Whole: true, Check: func(blocks []locker.Block) error {
 		size := headerAllowance + padwire.EndSize
@@ -83,7 +83,7 @@ func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID string, f
 			return cached != nil
 		}
 	}
-	s, err := a.svc.ReadBlocksWith(r.Context(), padID, readTicket(r), from, to, hasTo, opt)
+	s, err := a.svc.ReadBlocksWith(r.Context(), padID, ticket, from, to, hasTo, opt)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
