@@ -228,11 +228,9 @@ func writeKey(r *http.Request) (string, bool) {
 	return cred, true
 }
 
-// readTicket takes ?ticket= first, else an exact-case "Bearer " Authorization header.
-func readTicket(r *http.Request) string { return ticketIn(r, r.URL.Query()) }
-
-// ticketIn is readTicket with the request's query already parsed.
-func ticketIn(r *http.Request, q url.Values) string {
+// readTicket takes ?ticket= first (q is the parsed query), else an exact-case "Bearer "
+// Authorization header.
+func readTicket(r *http.Request, q url.Values) string {
 	if t := q.Get("ticket"); t != "" {
 		return t
 	}
@@ -528,10 +526,10 @@ func (a *api) blocks(w http.ResponseWriter, r *http.Request, padID string) {
 		return
 	}
 	if acceptsPadwire(r) {
-		a.blocksWire(w, r, padID, ticketIn(r, q), from, to, hasTo)
+		a.blocksWire(w, r, padID, readTicket(r, q), from, to, hasTo)
 		return
 	}
-	s, err := a.svc.ReadBlocks(r.Context(), padID, ticketIn(r, q), from, to, hasTo)
+	s, err := a.svc.ReadBlocks(r.Context(), padID, readTicket(r, q), from, to, hasTo)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
