@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -115,5 +118,51 @@ func TestServerCodecUsesThePool(t *testing.T) {
 	defer cp.mu.Unlock()
 	if !slices.Contains(cp.sizes, proto.Size(req)) || !slices.Contains(cp.sizes, reply) {
 		t.Fatalf("the pool was asked for %v; want the request's %d bytes (decoding) and the reply's %d (encoding)", cp.sizes, proto.Size(req), reply)
+	}
+}
+
+// rawFrames sends bytes as they are and keeps the answer's bytes.
+type rawFrames struct{}
+
+func (rawFrames) Name() string { return "proto" }
+
+func (rawFrames) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+
+func (rawFrames) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+
+// A message the codec cannot decode is an error status (which the gateway, failOpen
+// false, renders as a denial), never a result; the pooled buffers it passed through do
+// not leak into the next answer, which is exactly the decision a fresh server makes.
+func TestUndecodableMessageIsRefused(t *testing.T) {
+	result, src := listingN(t, 100)
+	tp := newTestProcessor(t, src, []string{"everything"}, nil)
+	gw := startServer(t, tp.Processor)
+	good, err := proto.Marshal(&pb.McpResponse{ServiceNames: []string{"everything"}, Method: "tools/list", McpResponse: result})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/2] = 0xff  // a field key with wire type 7: not a protobuf message
+	bad = append(bad, 0x0f) // and a truncated tail
+	var out []byte
+	err = gw.conn.Invoke(t.Context(), "/"+ServiceName+"/CheckResponse", &bad, &out, grpc.ForceCodecV2(rawFrames{}))
+	if err == nil {
+		t.Fatalf("an undecodable message got an answer of %d bytes", len(out))
+	}
+	if got := status.Code(err); got != codes.Internal {
+		t.Errorf("status %v (%v), want Internal", got, err)
+	}
+	want, err := gw.c.CheckResponse(t.Context(), &pb.McpResponse{ServiceNames: []string{"everything"}, Method: "tools/list", McpResponse: result})
+	if err != nil || want.GetMutated() == nil {
+		t.Fatalf("the listing after it: %v %v", err, want)
+	}
+	d := tp.ListTools(t.Context(), []string{"everything"}, result)
+	if !bytes.Equal(want.GetMutated(), d.Mutated) {
+		t.Fatal("the answer after an undecodable message differs from the processor's own decision")
 	}
 }
