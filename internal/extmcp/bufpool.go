@@ -25,9 +25,10 @@ const (
 // processor's CPU went to clearing at 2,000 listings a second, 16% in the codec's
 // buffers (perf, 2026-12-03). Here every power of two is a tier and nothing is cleared.
 // Clearing protects a codec that reads a buffer before writing it; the processor's
-// buffers are only ever filled whole before they are read — a frame read with io.ReadFull, a message copied in, a reply
-// marshalled to the exact size the codec measured — which is why grpc-go's own
-// transport reads frames into a pool that does not clear (imem.NewDirtySimplePool).
+// buffers are only ever filled whole before they are read — a frame read with
+// io.ReadFull, a message copied in, a reply marshalled to the exact size the codec
+// measured — which is why grpc-go's own transport reads frames into a pool that does not
+// clear (imem.NewDirtySimplePool).
 // TestTieredPool pins the tier arithmetic; the server tests run every RPC through it.
 type tieredPool struct {
 	tiers [maxTier - minTier + 1]sync.Pool
