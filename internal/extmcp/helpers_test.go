@@ -59,10 +59,11 @@ func (m *memSource) Snapshot(ctx context.Context, server string) (Snapshot, erro
 
 // memRecorder collects recorded batches.
 type memRecorder struct {
-	mu      sync.Mutex
-	batches [][]Observation
-	err     error
-	delay   time.Duration
+	mu       sync.Mutex
+	batches  [][]Observation
+	err      error // every Record fails with it
+	failOnce error // the next Record fails with it, the ones after succeed
+	delay    time.Duration
 }
 
 func (r *memRecorder) Record(ctx context.Context, batch []Observation) error {
@@ -75,6 +76,10 @@ func (r *memRecorder) Record(ctx context.Context, batch []Observation) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.failOnce; err != nil {
+		r.failOnce = nil
+		return err
+	}
 	if r.err != nil {
 		return r.err
 	}
