@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +75,8 @@ func (s static) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 //     request (the manifest rides in the answer's header), verified as it arrives, the
 //     chain's memory handed back with Release as lockermcp does; the sealed pad's answer
 //     is cached by the daemon.
+//   - http-lockerd-kernel-buffer: http-lockerd on connections with the kernel's own
+//     receive buffer instead of ReceiveBuffer.
 //   - http-lockerd-open: the same for an open pad with the same blocks, which the daemon
 //     reads from SQLite and encodes for every read (no cache).
 //
@@ -183,14 +186,18 @@ func benchReadVerify(b *testing.B, n int) {
 	})
 	open := d.Pad(payloads, false)
 	for _, tc := range []struct {
-		name string
-		h    http.Handler
-		json bool
-		pad  lockertest.Created
-	}{{"http-static-daemon", static(rec.pages), true, c}, {"http-lockerd-json", d.Handler, true, c}, {"http-lockerd", d.Handler, false, c},
-		{"http-lockerd-open", d.Handler, false, open}} {
+		name         string
+		h            http.Handler
+		json         bool
+		pad          lockertest.Created
+		kernelBuffer bool // a plain dialer: the kernel's own receive buffer, not ReceiveBuffer
+	}{{"http-static-daemon", static(rec.pages), true, c, false}, {"http-lockerd-json", d.Handler, true, c, false}, {"http-lockerd", d.Handler, false, c, false},
+		{"http-lockerd-kernel-buffer", d.Handler, false, c, true}, {"http-lockerd-open", d.Handler, false, open, false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := serve(b, tc.h)
+			if tc.kernelBuffer {
+				client.hc = &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{}).DialContext}}
+			}
 			read := func() {
 				if tc.json {
 					client.noWireUntil.Store(math.MaxInt64)

@@ -413,9 +413,10 @@ func (c *Client) Seal(ctx context.Context, padID, writeKey string) (json.RawMess
 // caps it at net.core.rmem_max): a whole binary answer of a pad within its quota fits, so
 // the daemon writes it in one go instead of waiting for this reader to open the window,
 // and this reader hashes what has arrived while the rest is copied in. With the kernel's
-// starting buffer (128 KiB here) the daemon stalled after its first 64 KiB; a 1 MiB
-// buffer raised the verified read of a 256 KiB pad from 0.19-0.27x to 0.30-0.35x raw
-// SHA-256 (BenchmarkReadVerify256KiB, alternating runs).
+// starting buffer (128 KiB here) the daemon stalled after its first 64 KiB. The verified
+// read of a 256 KiB pad in 4 blocks ran at 0.34-0.35x raw SHA-256 with it against
+// 0.23-0.29x without, in 256 blocks at 0.26-0.27x against 0.20-0.23x, in three runs of
+// BenchmarkReadVerify256KiB (http-lockerd against http-lockerd-kernel-buffer).
 const ReceiveBuffer = 1 << 20
 
 // dial connects as net.Dialer does and asks for [ReceiveBuffer]. Not being given it only

@@ -1,6 +1,8 @@
 package sqlitestore
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,4 +101,71 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 		})
 	}
+}
+
+// BenchmarkReadPadAndTicket is the store's part of a ticketed /blocks read, with the
+// cancellable context every net/http request carries:
+//
+//   - two-statements-watched: the pad's and the ticket's prepared statements, each
+//     given that context (how a read was looked up before PadAndTicket and quick);
+//
+//   - one-statement-watched: the joined statement, given that context;
+//
+//   - PadAndTicket: the store's method as served (the joined statement, run without the
+//     context's cancellation, which database/sql and the driver would each watch with a
+//     goroutine per statement).
+//
+//     go test -run='^$' -bench=ReadPadAndTicket ./internal/sqlitestore/
+func BenchmarkReadPadAndTicket(b *testing.B) {
+	s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "locker.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	id := "0123456789abcdef0123456789abcdef"
+	np := locker.NewPad{Pad: locker.Pad{ID: id, WriteKeyHash: locker.HashSecret("wk"), State: locker.StateOpen, CreatedAt: 1000,
+		ExpiresAt: 4600, MaxBlocks: 8, MaxBytes: locker.MaxPadBytes, HeadHash: locker.GenesisHash},
+		Ticket: locker.Ticket{Hash: locker.HashSecret("tk"), PadID: id, Type: locker.TicketReadOnce, MaxReads: 1, CreatedAt: 1000}}
+	if err := s.CreatePad(b.Context(), np); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	b.Run("two-statements-watched", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := scanPad(s.padStmt.QueryRowContext(ctx, id)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := scanTicket(s.ticketStmt.QueryRowContext(ctx, np.Ticket.Hash)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-statement-watched", func(b *testing.B) {
+		var cols [18]any
+		var sink [18]sql.RawBytes
+		for i := range cols {
+			cols[i] = &sink[i]
+		}
+		for b.Loop() {
+			rows, err := s.padTicketStmt.QueryContext(ctx, id, np.Ticket.Hash)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !rows.Next() {
+				b.Fatal("no row")
+			}
+			if err := rows.Scan(cols[:]...); err != nil {
+				b.Fatal(err)
+			}
+			rows.Close()
+		}
+	})
+	b.Run("PadAndTicket", func(b *testing.B) {
+		for b.Loop() {
+			if _, t, err := s.PadAndTicket(ctx, id, np.Ticket.Hash); err != nil || t == nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
