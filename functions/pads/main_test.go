@@ -27,6 +27,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/locker"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
@@ -458,6 +459,28 @@ func TestCallBounds(t *testing.T) {
 	step("blocks, read_once ticket opening its lease", map[string]int{"GetItem": 2, "Query": 1, "UpdateItem": 1}, func() { blocks(p.ticket) })
 	step("blocks, inside the lease", map[string]int{"GetItem": 2, "Query": 1}, func() { blocks(p.ticket) })
 	step("blocks, read_unlimited ticket", map[string]int{"GetItem": 2, "Query": 1}, func() { blocks(tk) })
+	// A sealed pad with a ticket that read it before: the warm container remembers both
+	// (locker's read cache), so only the slice is read; the binary form's whole answer is
+	// cached too, so a repeat lockermcp read makes no call at all.
+	step("blocks, read_once ticket again (sealed: pad and ticket remembered)", map[string]int{"Query": 1}, func() { blocks(p.ticket) })
+	step("blocks, read_unlimited ticket again", map[string]int{"Query": 1}, func() { blocks(tk) })
+	binary := func() {
+		ev := forPad(loadEvent(t, "blocks.json"), p.id, "Bearer "+tk)
+		ev.RawQueryString, ev.QueryStringParameters = "", nil
+		ev.Headers["accept"] = padwire.MediaType
+		resp, err := h(t.Context(), ev)
+		ctype := ""
+		for k, v := range resp.Headers {
+			if strings.EqualFold(k, "Content-Type") {
+				ctype = v
+			}
+		}
+		if err != nil || resp.StatusCode != 200 || ctype != padwire.MediaType {
+			t.Fatalf("binary read: %v, %d %v", err, resp.StatusCode, resp.Headers)
+		}
+	}
+	step("blocks in the binary form (lockermcp's read)", map[string]int{"Query": 1}, binary)
+	step("blocks in the binary form again (the answer cached)", map[string]int{}, binary)
 	step("blocks, demo pad", map[string]int{"GetItem": 1, "Query": 1}, func() { want(t, "demo", invoke(t, h, loadEvent(t, "blocks.json")), 200, nil) })
 	step("health", map[string]int{"Query": 1}, func() { want(t, "health", invoke(t, h, loadEvent(t, "health.json")), 200, nil) })
 	step("append refused (sealed)", map[string]int{"GetItem": 1}, func() { want(t, "sealed", appendBlock(t, h, p, []byte("x"), false), 409, nil) })

@@ -128,27 +128,36 @@ func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
 // BenchmarkBlocksWireHandler is the daemon's own work for lockermcp's read of a sealed
-// 256 KiB pad (the binary form, answered from the cache): routing, the ticket and pad
-// read from SQLite, the checks, the headers; no network. The request's context is
-// cancellable, as every request's is under net/http (the store's reads run without its
-// cancellation: see sqlitestore's quick).
+// 256 KiB pad (the binary form, answered from the cache): routing, the ticket and pad, the
+// checks, the headers; no network. "remembered" is a repeat read with a ticket that read
+// the pad before (locker's read cache answers for the pad and ticket); "store" reads them
+// from SQLite every time (the cache off), as a ticket's first read does. The request's
+// context is cancellable, as every request's is under net/http (the store's reads run
+// without its cancellation: see sqlitestore's quick).
 //
 //	go test -run='^$' -bench=BlocksWireHandler -benchmem ./internal/httpapi/
 func BenchmarkBlocksWireHandler(b *testing.B) {
-	hs := newHarness(b)
-	c, _ := fullPad(b, hs, 4)
-	hs.seal(c)
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/pads/"+c.PadID+"/blocks?from=0&to=4095", nil)
-	req.Header.Set("Accept", padwire.MediaType)
-	req.Header.Set("Authorization", "Bearer "+c.ReadTicket)
-	w := &discardWriter{h: http.Header{}}
-	for b.Loop() {
-		clear(w.h)
-		hs.h.ServeHTTP(w, req)
-		if w.h.Get("Content-Type") != padwire.MediaType {
-			b.Fatalf("not a binary answer: %v", w.h)
-		}
+	for _, tc := range []struct {
+		name    string
+		entries int
+	}{{"remembered", 0}, {"store", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			hs := newHarnessWith(b, locker.Config{ReadCacheEntries: tc.entries})
+			c, _ := fullPad(b, hs, 4)
+			hs.seal(c)
+			ctx, cancel := context.WithCancel(b.Context())
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, "GET", "/v1/pads/"+c.PadID+"/blocks?from=0&to=4095", nil)
+			req.Header.Set("Accept", padwire.MediaType)
+			req.Header.Set("Authorization", "Bearer "+c.ReadTicket)
+			w := &discardWriter{h: http.Header{}}
+			for b.Loop() {
+				clear(w.h)
+				hs.h.ServeHTTP(w, req)
+				if w.h.Get("Content-Type") != padwire.MediaType {
+					b.Fatalf("not a binary answer: %v", w.h)
+				}
+			}
+		})
 	}
 }

@@ -115,7 +115,9 @@ func TestBlocksWire(t *testing.T) {
 // TestBlocksWireCache: a sealed pad's binary form is cached by (pad, head) — a change to
 // the stored blocks behind the daemon's back is not seen while the head is the same, and
 // is seen as soon as the head differs; an open pad is never cached; a cached read still
-// opens and enforces the read_once lease.
+// opens and enforces the read_once lease. The pad record a ticket already read a sealed
+// pad with is remembered too (locker's read cache): a head changed behind the daemon's
+// back is seen through a ticket that has not read yet, not through one that has.
 func TestBlocksWireCache(t *testing.T) {
 	hs := newHarness(t)
 	c := hs.create(`{"max_blocks": 3}`)
@@ -134,7 +136,7 @@ func TestBlocksWireCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	payload1 := func() string {
+	payload1 := func(bearer string) string {
 		t.Helper()
 		r := hs.do("GET", path, nil, bearer, wireAccept)
 		if r.status != 200 {
@@ -143,27 +145,35 @@ func TestBlocksWireCache(t *testing.T) {
 		return *wirePage(t, r.body).Blocks[1].PayloadUTF8
 	}
 	// Open: read from the store every time.
-	if got := payload1(); got != "one" {
+	if got := payload1(bearer); got != "one" {
 		t.Fatalf("open pad: %q", got)
 	}
 	tamper("ONE")
-	if got := payload1(); got != "ONE" {
+	if got := payload1(bearer); got != "ONE" {
 		t.Fatalf("open pad after a store change: %q (cached?)", got)
 	}
 	tamper("one")
 	hs.seal(c)
-	if got := payload1(); got != "one" { // the first read of the sealed pad fills the cache
+	if got := payload1(bearer); got != "one" { // the first read of the sealed pad fills the cache
 		t.Fatalf("sealed pad: %q", got)
 	}
 	tamper("ONE")
-	if got := payload1(); got != "one" {
+	if got := payload1(bearer); got != "one" {
 		t.Fatalf("sealed pad, same head: %q, want the cached form", got)
 	}
 	if _, err := db.ExecContext(t.Context(), `UPDATE pads SET head_hash = ? WHERE id = ?`, strings.Repeat("f", 64), c.PadID); err != nil {
 		t.Fatal(err)
 	}
-	if got := payload1(); got != "ONE" {
-		t.Fatalf("sealed pad, another head: %q, want the store's blocks", got)
+	if got := payload1(bearer); got != "one" {
+		t.Fatalf("sealed pad, another head, a ticket that read it: %q, want the remembered pad and its cached form", got)
+	}
+	r := hs.do("POST", "/v1/pads/"+c.PadID+"/tickets", strings.NewReader(`{}`), "Authorization: Bearer "+c.WriteKey)
+	var tk struct{ Ticket string }
+	if err := json.Unmarshal([]byte(r.body), &tk); err != nil || r.status != 201 {
+		t.Fatalf("mint a ticket: %d %s", r.status, r.body)
+	}
+	if got := payload1("Authorization: Bearer " + tk.Ticket); got != "ONE" {
+		t.Fatalf("sealed pad, another head, a new ticket: %q, want the store's blocks", got)
 	}
 	// The lease: opened by the first read above, over after 600 s, cached or not.
 	hs.clock.Advance(601 * time.Second)

@@ -39,6 +39,13 @@ type harness struct {
 
 func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, locker.Config{}, opts...)
+}
+
+// newHarnessWith is newHarness with the Service's configuration (its Store and Now are
+// the harness's own).
+func newHarnessWith(t testing.TB, lc locker.Config, opts ...func(*Config)) *harness {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "locker.db")
 	store, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: path})
 	if err != nil {
@@ -46,7 +53,8 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	}
 	t.Cleanup(func() { store.Close() })
 	c := &clock{now: time.Unix(1_800_000_000, 0)}
-	svc, err := locker.New(locker.Config{Store: store, Now: c.Now})
+	lc.Store, lc.Now = store, c.Now
+	svc, err := locker.New(lc)
 	if err != nil {
 		t.Fatal(err)
 	}

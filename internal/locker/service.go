@@ -40,6 +40,10 @@ type Config struct {
 	LeaseSeconds int
 	// Logger receives warnings (never secrets). Default: discard.
 	Logger *slog.Logger
+	// ReadCacheEntries bounds the reads of sealed pads whose pad and ticket the Service
+	// remembers instead of reading them from the store again (readcache.go). Default
+	// DefaultReadCacheEntries; negative disables it.
+	ReadCacheEntries int
 }
 
 // Service applies the Padlock rules over a Store. It is safe for concurrent use.
@@ -52,6 +56,7 @@ type Service struct {
 	// stripes serialize writes to one pad inside this process, so concurrent appends queue
 	// instead of losing check-and-set races; across processes the store's conditions decide.
 	stripes [64]sync.Mutex
+	reads   *readCache
 }
 
 // New returns a Service for cfg.
@@ -59,7 +64,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("locker: Config.Store is required")
 	}
-	s := &Service{store: cfg.Store, now: cfg.Now, rand: cfg.Rand, lease: int64(cfg.LeaseSeconds), log: cfg.Logger}
+	s := &Service{store: cfg.Store, now: cfg.Now, rand: cfg.Rand, lease: int64(cfg.LeaseSeconds), log: cfg.Logger,
+		reads: newReadCache(cfg.ReadCacheEntries)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -234,8 +240,15 @@ func (s *Service) padAndTicket(ctx context.Context, padID, ticket string) (Pad, 
 		p, err := s.pad(ctx, padID)
 		return p, Ticket{}, err
 	}
+	var th string
+	if ticket != "" {
+		th = HashSecret(ticket)
+		if e, ok := s.reads.get(padID, th); ok {
+			return e.pad, e.ticket, nil
+		}
+	}
 	if both, ok := s.store.(PadTicketReader); ok && ticket != "" {
-		p, t, err := both.PadAndTicket(ctx, padID, HashSecret(ticket))
+		p, t, err := both.PadAndTicket(ctx, padID, th)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return Pad{}, Ticket{}, errPadNotFound
@@ -253,7 +266,7 @@ func (s *Service) padAndTicket(ctx context.Context, padID, ticket string) (Pad, 
 	if ticket == "" {
 		return Pad{}, Ticket{}, errMissingTicket
 	}
-	t, err := s.store.Ticket(ctx, HashSecret(ticket))
+	t, err := s.store.Ticket(ctx, th)
 	if errors.Is(err, ErrNotFound) {
 		return Pad{}, Ticket{}, errInvalidTicket
 	}
@@ -579,6 +592,7 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 			return Slice{}, s.storeErr("record read", err)
 		}
 	}
+	s.reads.put(p, t)
 	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Sealed: sealed, Head: p.HeadHash, Reused: reused, Pad: p}, nil
 }
 
