@@ -178,6 +178,41 @@ func TestReadCacheRemembersOnlyFinalAnswers(t *testing.T) {
 			}
 		}
 	})
+	// Readers of remembered and new tickets at once, the cache filling and emptying
+	// (run under -race in CI): every read is still allowed and served.
+	t.Run("concurrent", func(t *testing.T) {
+		svc, _ := newSvc(t, 3)
+		c := pad(t, svc, true)
+		var tickets []string
+		for range 5 {
+			m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, m.Ticket)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 40 {
+					s, err := svc.ReadBlocks(ctx, c.PadID, tickets[(g+i)%len(tickets)], 0, 0, false)
+					if err == nil && len(s.Blocks) != 1 {
+						err = errors.New("a read returned no block")
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	})
 	t.Run("bounded", func(t *testing.T) {
 		svc, cs := newSvc(t, 2)
 		var tickets []string
