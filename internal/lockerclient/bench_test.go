@@ -15,6 +15,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/benchratio"
 	"github.com/agentgate-dev/agentgate/internal/locker"
 	"github.com/agentgate-dev/agentgate/internal/lockerclient/lockertest"
+	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
 // fullPad creates a pad holding exactly 256 KiB of payload in n equal blocks (block 0 an
@@ -215,4 +216,81 @@ func benchReadVerify(b *testing.B, n int) {
 			benchratio.Report(b, benchratio.Compare(0, 0, sha, read), "x_sha256", true, total)
 		})
 	}
+}
+
+// memTransport answers every request with one binary answer from memory: a daemon and a
+// network that cost nothing, to isolate the client's CPU.
+type memTransport []byte
+
+func (m memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {padwire.MediaType}},
+		Body: io.NopCloser(bytes.NewReader(m)), ContentLength: int64(len(m)), Request: r}, nil
+}
+
+// BenchmarkReadClientCPU is the client's own work for a read of a sealed 256 KiB pad (4 ×
+// 64 KiB) in the binary form, the answer served from memory by the transport:
+//
+//   - deadline: Client.Read as lockermcp runs it, each request bounded by its context.
+//
+//   - client-timeout: the same with the bound as http.Client.Timeout, which net/http serves
+//     with a goroutine per request, woken when the body is closed (what the client did
+//     before).
+//
+//   - get-sha256: http.Client.Get of the same bytes, hashed with SHA-256 as they are read
+//     (no checks): the floor.
+//
+//     go test -run='^$' -bench=ReadClientCPU -benchmem ./internal/lockerclient/
+func BenchmarkReadClientCPU(b *testing.B) {
+	d := lockertest.New(b, lockertest.Options{})
+	c, payloads := fullPad(b, d, 4)
+	head := locker.ChainHead(payloads)
+	req := httptest.NewRequest(http.MethodGet, "/v1/pads/"+c.PadID+"/blocks?from=0&to=4095", nil)
+	req.Header.Set("Accept", padwire.MediaType)
+	req.Header.Set("Authorization", "Bearer "+c.ReadTicket)
+	rec := httptest.NewRecorder()
+	d.Handler.ServeHTTP(rec, req)
+	if rec.Header().Get("Content-Type") != padwire.MediaType {
+		b.Fatalf("no binary answer: %d %s", rec.Code, rec.Body)
+	}
+	body := memTransport(rec.Body.Bytes())
+	for _, name := range []string{"deadline", "client-timeout"} {
+		b.Run(name, func(b *testing.B) {
+			hc := &http.Client{Transport: body}
+			if name == "client-timeout" {
+				hc.Timeout = DefaultTimeout
+			}
+			client, err := New(Config{BaseURL: "http://127.0.0.1:1", HTTPClient: hc})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if name == "deadline" {
+				client.timeout = DefaultTimeout
+			}
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				ch, err := client.Read(b.Context(), c.PadID, c.ReadTicket, ReadOptions{ExpectedHead: &head})
+				if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
+					b.Fatalf("read: %v", err)
+				}
+				ch.Release()
+			}
+		})
+	}
+	b.Run("get-sha256", func(b *testing.B) {
+		hc := &http.Client{Transport: body}
+		buf := make([]byte, 32<<10)
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			resp, err := hc.Get("http://127.0.0.1:1/")
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := sha256.New()
+			if _, err := io.CopyBuffer(h, resp.Body, buf); err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			h.Sum(nil)
+		}
+	})
 }

@@ -50,8 +50,9 @@ type Config struct {
 	// TicketTransport is how read tickets are sent. Default config.TicketHeader
 	// (Authorization: Bearer); config.TicketQuery uses ?ticket=.
 	TicketTransport config.TicketTransport
-	// HTTPClient sends the requests. Default: a client with DefaultTimeout that uses no proxy
-	// and follows no redirect (a redirect is answered as the daemon's error).
+	// HTTPClient sends the requests; its own Timeout, if any, applies. Default: a client
+	// that uses no proxy and follows no redirect (a redirect is answered as the daemon's
+	// error), each request bounded by DefaultTimeout through its context.
 	HTTPClient *http.Client
 	// Logger receives one debug line per request: method, route template, status, duration.
 	// Never a URL, header or body. Default: discard.
@@ -79,6 +80,11 @@ type Client struct {
 	// noWireUntil (unix nanoseconds) is when to ask for the binary form again after a
 	// daemon answered without it.
 	noWireUntil atomic.Int64
+	// timeout bounds each request, response included, through the request's context (the
+	// default client's DefaultTimeout). It is not http.Client.Timeout: net/http serves that
+	// with a goroutine per request, woken when the body is closed — a thread wake-up per
+	// read on the hot path (BenchmarkReadClientCPU: deadline against client-timeout).
+	timeout time.Duration
 }
 
 // New returns a Client for cfg.
@@ -99,8 +105,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lockerclient: unknown ticket transport %q", c.transport)
 	}
 	if c.hc == nil {
+		c.timeout = DefaultTimeout
 		c.hc = &http.Client{
-			Timeout:   DefaultTimeout,
 			Transport: &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
@@ -151,6 +157,12 @@ func (c *Client) redacted(r *request) string { return c.base + r.path }
 
 // do sends r and returns the status and body of a 2xx response, or a *DaemonError.
 func (c *Client) do(ctx context.Context, r *request) (int, []byte, error) {
+	rctx := ctx
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	u := c.base + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
@@ -159,7 +171,7 @@ func (c *Client) do(ctx context.Context, r *request) (int, []byte, error) {
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	req, err := http.NewRequestWithContext(rctx, r.method, u, body)
 	if err != nil {
 		return 0, nil, &DaemonError{Detail: "cannot build the request for " + c.redacted(r)}
 	}
@@ -261,8 +273,8 @@ func (c *Client) transportDetail(ctx context.Context, r *request, err error, ver
 	switch {
 	case ctx.Err() != nil:
 		what = "request cancelled"
-	case errors.As(err, &ne) && ne.Timeout():
-		what = "timeout"
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		what = "timeout" // the request's own deadline (timeout), or the transport's
 	case err != nil:
 		what = err.Error()
 	}
