@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/locker"
 	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
@@ -228,20 +229,41 @@ func (w *walk) wireBlock(rd *padwire.Reader, f padwire.Frame, index int) error {
 	var curr [64]byte
 	currOK := len(f.CurrHash) == len(curr)
 	copy(curr[:], f.CurrHash)
+	w.sink.valid = true
 	if w.chainValid {
 		w.hasher.Begin()
-		if err := rd.Payload(payload, &w.hasher); err != nil {
-			return err
-		}
-	} else if err := rd.Payload(payload, nil); err != nil {
+		w.sink.h = &w.hasher
+	} else {
+		w.sink.h = nil
+	}
+	if err := rd.Payload(payload, &w.sink); err != nil {
 		return err
 	}
 	w.arena = w.arena[:at+dl]
-	b := Block{Seq: index, Payload: payload, UTF8: utf8.Valid(payload), CreatedAt: f.CreatedAt, HasCreatedAt: true}
+	// Pieces that are each valid UTF-8 make a valid whole; otherwise (a character split
+	// between pieces, or invalid bytes) the whole payload is checked.
+	b := Block{Seq: index, Payload: payload, UTF8: w.sink.valid || utf8.Valid(payload), CreatedAt: f.CreatedAt, HasCreatedAt: true}
 	var next []byte
 	if w.chainValid {
 		next = w.hasher.End()
 	}
 	w.add(b, next, prevOK && currOK && bytes.Equal(curr[:], next))
 	return nil
+}
+
+// pieceSink takes a binary answer's payload piece by piece as it arrives: it hashes each
+// into the chain (when h is set) and checks it for UTF-8 while it is still in the cache.
+type pieceSink struct {
+	h     *locker.Walker
+	valid bool // every piece so far is valid UTF-8 on its own
+}
+
+func (s *pieceSink) Write(p []byte) (int, error) {
+	if s.h != nil {
+		_, _ = s.h.Write(p)
+	}
+	if s.valid {
+		s.valid = utf8.Valid(p)
+	}
+	return len(p), nil
 }

@@ -3,6 +3,7 @@ package lockerclient
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentgate-dev/agentgate/internal/locker"
 	"github.com/agentgate-dev/agentgate/internal/lockerclient/lockertest"
@@ -292,5 +294,55 @@ func TestWireTooLargeForOnePad(t *testing.T) {
 	}
 	if got := strings.Join(f.ct, " "); got != "application/json application/json "+padwire.MediaType {
 		t.Fatalf("answers %s: want the refused binary read, a JSON page, then the binary form again", got)
+	}
+}
+
+// chunks reads at most n bytes at a time, n cycling through sizes.
+type chunks struct {
+	r     io.Reader
+	sizes []int
+	i     int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	n := c.sizes[c.i%len(c.sizes)]
+	c.i++
+	return c.r.Read(p[:min(len(p), n)])
+}
+
+// TestWireUTF8AcrossPieces: a binary answer's payloads are checked for UTF-8 piece by piece
+// as they arrive, and a block's UTF8 flag is still exactly utf8.Valid of its payload when
+// the pieces split characters, whatever the piece sizes.
+func TestWireUTF8AcrossPieces(t *testing.T) {
+	d := lockertest.New(t, lockertest.Options{})
+	payloads := [][]byte{[]byte(lockertest.Envelope),
+		[]byte("plain ascii"), []byte(strings.Repeat("é€😀", 300)), []byte("ok \xff then"),
+		[]byte("\xed\xa0\x80 surrogate"), []byte("overlong \xc0\xaf"), []byte(strings.Repeat("a", 40000) + "😀" + strings.Repeat("b", 20000)),
+		[]byte("ends mid-character \xe2\x82"), []byte("\u2028\u00e9")}
+	p := d.Pad(payloads, true)
+	head := locker.ChainHead(payloads)
+	req := httptest.NewRequest(http.MethodGet, "/v1/pads/"+p.PadID+"/blocks?from=0&to=4095", nil)
+	req.Header.Set("Accept", padwire.MediaType)
+	req.Header.Set("Authorization", "Bearer "+p.ReadTicket)
+	rec := httptest.NewRecorder()
+	d.Handler.ServeHTTP(rec, req)
+	body := rec.Body.Bytes()
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sizes := range [][]int{{1}, {2, 3}, {7, 1, 5}, {4096}, {1 << 20}} {
+		rd := c.getReader(&chunks{r: bytes.NewReader(body), sizes: sizes})
+		ch, err := c.wholeWire(rd, p.PadID, &head)
+		c.readers.Put(rd)
+		if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
+			t.Fatalf("pieces of %v: %v", sizes, err)
+		}
+		for i, b := range ch.Blocks {
+			if b.UTF8 != utf8.Valid(payloads[i]) || !bytes.Equal(b.Payload, payloads[i]) {
+				t.Fatalf("pieces of %v, block %d: UTF8 %v, want %v", sizes, i, b.UTF8, utf8.Valid(payloads[i]))
+			}
+		}
+		ch.Release()
 	}
 }
