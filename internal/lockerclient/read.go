@@ -377,7 +377,7 @@ type walk struct {
 	arena      []byte
 	hasher     locker.Walker
 	sink       pieceSink // a binary answer's payload pieces: hashed and checked for UTF-8
-	prev       [64]byte // head so far: the last verified curr_hash
+	prev       [64]byte  // head so far: the last verified curr_hash
 	chainValid bool
 	verified   int
 	hasTotal   bool
