@@ -167,18 +167,7 @@ func benchReadVerify(b *testing.B, n int) {
 		}))
 		buf := make([]byte, 32<<10)
 		hc := &http.Client{Transport: &http.Transport{DialContext: dial}}
-		get := func() {
-			resp, err := hc.Get(url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := sha256.New()
-			if _, err := io.CopyBuffer(h, resp.Body, buf); err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			h.Sum(nil)
-		}
+		get := func() { getSHA256(b, hc, url, buf) }
 		b.SetBytes(total)
 		for b.Loop() {
 			get()
@@ -244,15 +233,7 @@ func BenchmarkReadClientCPU(b *testing.B) {
 	d := lockertest.New(b, lockertest.Options{})
 	c, payloads := fullPad(b, d, 4)
 	head := locker.ChainHead(payloads)
-	req := httptest.NewRequest(http.MethodGet, "/v1/pads/"+c.PadID+"/blocks?from=0&to=4095", nil)
-	req.Header.Set("Accept", padwire.MediaType)
-	req.Header.Set("Authorization", "Bearer "+c.ReadTicket)
-	rec := httptest.NewRecorder()
-	d.Handler.ServeHTTP(rec, req)
-	if rec.Header().Get("Content-Type") != padwire.MediaType {
-		b.Fatalf("no binary answer: %d %s", rec.Code, rec.Body)
-	}
-	body := memTransport(rec.Body.Bytes())
+	body := memTransport(wireBody(b, d, c.PadID, c.ReadTicket))
 	for _, name := range []string{"deadline", "client-timeout"} {
 		b.Run(name, func(b *testing.B) {
 			hc := &http.Client{Transport: body}
@@ -281,16 +262,7 @@ func BenchmarkReadClientCPU(b *testing.B) {
 		buf := make([]byte, 32<<10)
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			resp, err := hc.Get("http://127.0.0.1:1/")
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := sha256.New()
-			if _, err := io.CopyBuffer(h, resp.Body, buf); err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			h.Sum(nil)
+			getSHA256(b, hc, "http://127.0.0.1:1/", buf)
 		}
 	})
 }

@@ -321,12 +321,7 @@ func TestWireUTF8AcrossPieces(t *testing.T) {
 		[]byte("ends mid-character \xe2\x82"), []byte("\u2028\u00e9")}
 	p := d.Pad(payloads, true)
 	head := locker.ChainHead(payloads)
-	req := httptest.NewRequest(http.MethodGet, "/v1/pads/"+p.PadID+"/blocks?from=0&to=4095", nil)
-	req.Header.Set("Accept", padwire.MediaType)
-	req.Header.Set("Authorization", "Bearer "+p.ReadTicket)
-	rec := httptest.NewRecorder()
-	d.Handler.ServeHTTP(rec, req)
-	body := rec.Body.Bytes()
+	body := wireBody(t, d, p.PadID, p.ReadTicket)
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
