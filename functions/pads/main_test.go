@@ -464,8 +464,8 @@ func TestCallBounds(t *testing.T) {
 	// cached too, so a repeat lockermcp read makes no call at all.
 	step("blocks, read_once ticket again (sealed: pad and ticket remembered)", map[string]int{"Query": 1}, func() { blocks(p.ticket) })
 	step("blocks, read_unlimited ticket again", map[string]int{"Query": 1}, func() { blocks(tk) })
-	binary := func() {
-		ev := forPad(loadEvent(t, "blocks.json"), p.id, "Bearer "+tk)
+	binaryOf := func(pd pad, ticket string) {
+		ev := forPad(loadEvent(t, "blocks.json"), pd.id, "Bearer "+ticket)
 		ev.RawQueryString, ev.QueryStringParameters = "", nil
 		ev.Headers["accept"] = padwire.MediaType
 		resp, err := h(t.Context(), ev)
@@ -479,8 +479,16 @@ func TestCallBounds(t *testing.T) {
 			t.Fatalf("binary read: %v, %d %v", err, resp.StatusCode, resp.Headers)
 		}
 	}
+	binary := func() { binaryOf(p, tk) }
 	step("blocks in the binary form (lockermcp's read)", map[string]int{"Query": 1}, binary)
 	step("blocks in the binary form again (the answer cached)", map[string]int{}, binary)
+	// An open pad: its pad and ticket are read every time (its record can change), its
+	// binary answer is cached by head and state.
+	var o pad
+	step("POST /v1/pads (a pad left open)", map[string]int{"TransactWriteItems": 1}, func() { o = create(t, h) })
+	step("append to it", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, func() { want(t, "append", appendBlock(t, h, o, []byte(envelope), false), 201, nil) })
+	step("the open pad in the binary form, opening the lease", map[string]int{"GetItem": 2, "Query": 1, "UpdateItem": 1}, func() { binaryOf(o, o.ticket) })
+	step("the open pad in the binary form again (same head and state: the answer cached)", map[string]int{"GetItem": 2}, func() { binaryOf(o, o.ticket) })
 	step("blocks, demo pad", map[string]int{"GetItem": 1, "Query": 1}, func() { want(t, "demo", invoke(t, h, loadEvent(t, "blocks.json")), 200, nil) })
 	step("health", map[string]int{"Query": 1}, func() { want(t, "health", invoke(t, h, loadEvent(t, "health.json")), 200, nil) })
 	step("append refused (sealed)", map[string]int{"GetItem": 1}, func() { want(t, "sealed", appendBlock(t, h, p, []byte("x"), false), 409, nil) })

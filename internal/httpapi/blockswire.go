@@ -78,8 +78,8 @@ func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID, ticket s
 		return nil
 	}}
 	if a.pads != nil {
-		opt.Reuse = func(id, head string) bool {
-			cached = a.pads.get(id, head)
+		opt.Reuse = func(p locker.Pad) bool {
+			cached = a.pads.get(p.ID, p.HeadHash, p.State)
 			return cached != nil
 		}
 	}
@@ -95,8 +95,8 @@ func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID, ticket s
 			a.writeBlocksJSON(w, s)
 			return
 		}
-		if a.pads != nil && s.Sealed && s.From == 0 && s.To == s.TotalBlocks-1 && len(s.Blocks) > 0 {
-			a.pads.put(padID, s.Head, body)
+		if a.pads != nil && s.From == 0 && s.To == s.TotalBlocks-1 && len(s.Blocks) > 0 {
+			a.pads.put(padID, s.Head, s.Pad.State, body)
 		}
 	}
 	h := w.Header()
@@ -131,44 +131,54 @@ func encodeWire(s locker.Slice) ([]byte, bool) {
 	return padwire.AppendEnd(out), true
 }
 
-// padCache holds sealed pads' encoded binary form by (pad, head), bounded by bytes; when
-// full it is emptied (one cold read per pad costs what every read cost before).
+// padCache holds pads' encoded binary form of the whole pad, one answer per pad, for the
+// head and state it was encoded at: a pad's blocks up to a head never change and its
+// manifest at a head changes only with its state (lazy expiry, seal), so an answer for the
+// same head and state is byte for byte what encoding again would give. A sealed pad's
+// answer is final; an open pad's is replaced by its next read after an append. Bounded by
+// bytes; when full it is emptied (one cold read per pad costs what every read cost before).
 type padCache struct {
 	mu    sync.RWMutex
-	m     map[string][]byte
+	m     map[string]cachedPad
 	bytes int
 	max   int
+}
+
+type cachedPad struct {
+	head  string
+	state locker.State
+	body  []byte
 }
 
 func newPadCache(maxBytes int) *padCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &padCache{m: map[string][]byte{}, max: maxBytes}
+	return &padCache{m: map[string]cachedPad{}, max: maxBytes}
 }
 
-func cacheKey(padID, head string) string { return padID + "\x00" + head }
-
-func (c *padCache) get(padID, head string) []byte {
+func (c *padCache) get(padID, head string, state locker.State) []byte {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.m[cacheKey(padID, head)]
+	if e, ok := c.m[padID]; ok && e.head == head && e.state == state {
+		return e.body
+	}
+	return nil
 }
 
-func (c *padCache) put(padID, head string, body []byte) {
+func (c *padCache) put(padID, head string, state locker.State, body []byte) {
 	if len(body) > c.max/4 {
 		return
 	}
-	k := cacheKey(padID, head)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		return
+	if old, ok := c.m[padID]; ok {
+		c.bytes -= len(old.body)
 	}
 	if c.bytes+len(body) > c.max {
 		clear(c.m)
 		c.bytes = 0
 	}
-	c.m[k] = body
+	c.m[padID] = cachedPad{head, state, body}
 	c.bytes += len(body)
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentgate-dev/agentgate/internal/locker"
 	"github.com/agentgate-dev/agentgate/internal/padwire"
 )
 
@@ -112,15 +114,16 @@ func TestBlocksWire(t *testing.T) {
 	}
 }
 
-// TestBlocksWireCache: a sealed pad's binary form is cached by (pad, head) — a change to
-// the stored blocks behind the daemon's back is not seen while the head is the same, and
-// is seen as soon as the head differs; an open pad is never cached; a cached read still
+// TestBlocksWireCache: a pad's binary form is cached by (pad, head, state) — a change to
+// the stored blocks behind the daemon's back is not seen while the head and state are the
+// same, and is seen as soon as either differs (an append, a seal); a cached read still
 // opens and enforces the read_once lease. The pad record a ticket already read a sealed
 // pad with is remembered too (locker's read cache): a head changed behind the daemon's
 // back is seen through a ticket that has not read yet, not through one that has.
+// (TestBlocksWireManifest: a state changed by lazy expiry is seen too.)
 func TestBlocksWireCache(t *testing.T) {
 	hs := newHarness(t)
-	c := hs.create(`{"max_blocks": 3}`)
+	c := hs.create(`{"max_blocks": 4}`)
 	hs.mustAppend(c, envelope)
 	hs.mustAppend(c, "one")
 	path := "/v1/pads/" + c.PadID + "/blocks"
@@ -136,26 +139,38 @@ func TestBlocksWireCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	payload1 := func(bearer string) string {
+	read := func(bearer string) blocksBody {
 		t.Helper()
 		r := hs.do("GET", path, nil, bearer, wireAccept)
 		if r.status != 200 {
 			t.Fatalf("read: %d %s", r.status, r.body)
 		}
-		return *wirePage(t, r.body).Blocks[1].PayloadUTF8
+		return wirePage(t, r.body)
 	}
-	// Open: read from the store every time.
+	payload1 := func(bearer string) string {
+		t.Helper()
+		return *read(bearer).Blocks[1].PayloadUTF8
+	}
+	// Open: cached at its head, until an append moves the head.
 	if got := payload1(bearer); got != "one" {
 		t.Fatalf("open pad: %q", got)
 	}
 	tamper("ONE")
-	if got := payload1(bearer); got != "ONE" {
-		t.Fatalf("open pad after a store change: %q (cached?)", got)
+	if got := payload1(bearer); got != "one" {
+		t.Fatalf("open pad, same head: %q, want the cached form", got)
 	}
+	hs.mustAppend(c, "two")
+	if p := read(bearer); *p.Blocks[1].PayloadUTF8 != "ONE" || len(p.Blocks) != 3 || *p.Blocks[2].PayloadUTF8 != "two" {
+		t.Fatalf("open pad after an append: %d blocks, block 1 %q, want the store's 3 blocks", len(p.Blocks), *p.Blocks[1].PayloadUTF8)
+	}
+	// Sealed: the same head, another state — read from the store again, then cached.
 	tamper("one")
 	hs.seal(c)
-	if got := payload1(bearer); got != "one" { // the first read of the sealed pad fills the cache
-		t.Fatalf("sealed pad: %q", got)
+	if got := wireManifest(t, hs.do("GET", path, nil, bearer, wireAccept).body); !strings.Contains(got, `"state":"sealed"`) {
+		t.Fatalf("sealed pad: the answer's manifest is %s", got)
+	}
+	if got := payload1(bearer); got != "one" {
+		t.Fatalf("sealed pad: %q, want the store's blocks", got)
 	}
 	tamper("ONE")
 	if got := payload1(bearer); got != "one" {
@@ -179,6 +194,25 @@ func TestBlocksWireCache(t *testing.T) {
 	hs.clock.Advance(601 * time.Second)
 	if r := hs.do("GET", path, nil, bearer, wireAccept); r.status != http.StatusForbidden {
 		t.Fatalf("after the lease: %d %s", r.status, r.body)
+	}
+}
+
+// TestPadCacheOneAnswerPerPad: a pad's new answer replaces its old one (an open pad read
+// after every append holds one answer, not one per head), and the byte count follows.
+func TestPadCacheOneAnswerPerPad(t *testing.T) {
+	c := newPadCache(1 << 20)
+	for i := range 100 {
+		c.put("p", strconv.Itoa(i), locker.StateOpen, make([]byte, 1000+i))
+	}
+	if len(c.m) != 1 || c.bytes != 1099 {
+		t.Fatalf("after 100 heads of one pad: %d answers, %d bytes; want 1 and 1099", len(c.m), c.bytes)
+	}
+	if c.get("p", "99", locker.StateOpen) == nil || c.get("p", "99", locker.StateSealed) != nil || c.get("p", "98", locker.StateOpen) != nil {
+		t.Fatal("the answer is not keyed by its head and state")
+	}
+	c.put("q", "x", locker.StateSealed, make([]byte, 10))
+	if len(c.m) != 2 || c.bytes != 1109 {
+		t.Fatalf("two pads: %d answers, %d bytes", len(c.m), c.bytes)
 	}
 }
 

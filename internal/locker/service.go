@@ -513,11 +513,12 @@ type ReadOptions struct {
 	// Whole lifts the slice caps (MaxSliceBlocks, MaxSliceBytes): the pad's own quotas
 	// bound what is read.
 	Whole bool
-	// Reuse, when set, is asked for a read of a whole sealed pad (from 0 to its last
-	// block) whether the caller already holds that pad's blocks at that head. When it
-	// answers true the blocks are not read from the store (Slice.Reused); every check,
-	// and the read_once lease, apply as for any read.
-	Reuse func(padID, head string) bool
+	// Reuse, when set, is asked for a read of a whole pad (from 0 to its last block), with
+	// the pad record the read is decided on, whether the caller already holds that pad's
+	// blocks: a pad's blocks up to a head never change (the head commits to every one of
+	// them), in any state. When it answers true the blocks are not read from the store
+	// (Slice.Reused); every check, and the read_once lease, apply as for any read.
+	Reuse func(p Pad) bool
 	// Check, when set, is the transport's own limit on the blocks read from the store: an
 	// error it returns refuses the read before the read is recorded (no lease opens).
 	Check func(blocks []Block) error
@@ -567,7 +568,7 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 		return Slice{}, refuse(KindTooLarge, "slice exceeds %d blocks; narrow from/to", MaxSliceBlocks)
 	}
 	var blocks []Block
-	reused := sealed && from == 0 && to == total-1 && opt.Reuse != nil && opt.Reuse(padID, p.HeadHash)
+	reused := from == 0 && to == total-1 && opt.Reuse != nil && opt.Reuse(p)
 	if !reused {
 		if blocks, err = s.store.Blocks(ctx, padID, from, to); err != nil {
 			return Slice{}, s.storeErr("read blocks", err)

@@ -78,8 +78,9 @@ func (s static) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 //     is cached by the daemon.
 //   - http-lockerd-kernel-buffer: http-lockerd on connections with the kernel's own
 //     receive buffer instead of ReceiveBuffer.
-//   - http-lockerd-open: the same for an open pad with the same blocks, which the daemon
-//     reads from SQLite and encodes for every read (no cache).
+//   - http-lockerd-open: the same for an open pad with the same blocks: its pad and ticket
+//     are read from SQLite for every read (an open pad's record can change), its answer
+//     comes from the daemon's cache (by pad, head and state).
 //
 // The x_sha256 metric is throughput as a fraction of raw SHA-256 over the same payload,
 // from alternating rounds in the same run (internal/benchratio).

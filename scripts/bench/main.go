@@ -53,7 +53,7 @@ func init() {
 	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process", "the same load against the no-op server (calibration), ms", load}
 	read := "go test -run '^$' -bench 'ReadVerify256KiB/%s/%s$' ./internal/lockerclient/"
 	specs["read-64k"] = spec{"lockermcp's verified read of a sealed 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form (one request)", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
-	specs["read-64k-open"] = spec{"the same read of an open pad (the daemon reads SQLite and encodes every time: no cache)", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-open")}
+	specs["read-64k-open"] = spec{"the same read of an open pad (its pad and ticket read from SQLite every time; its answer cached by head and state)", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-open")}
 	specs["read-1k-open"] = spec{"the same, open pad, 256 × 1 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd-open")}
 	specs["read-1k"] = spec{"the same, 256 × 1 KiB blocks", "raw SHA-256, MB/s", fmt.Sprintf(read, "256blocks", "http-lockerd")}
 	specs["read-64k-json"] = spec{"the same read in the JSON form (pages), 4 × 64 KiB", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-json")}
