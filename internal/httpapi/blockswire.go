@@ -60,9 +60,9 @@ func acceptsPadwire(r *http.Request) bool {
 // blocksWire serves a /blocks read in the binary form (padwire): the whole requested
 // range in one response, the slice caps lifted (the pad's quotas bound it), every check,
 // refusal and the read lease as for JSON. The header carries the pad's manifest from the
-// same pad record, so a reader of the whole pad needs one request. A sealed pad's whole
-// answer is cached by (pad, head): a sealed pad's blocks and manifest never change, so a
-// hit skips the store's block reads and the encoding, and goes out in one write. An answer
+// same pad record, so a reader of the whole pad needs one request. The whole answer is
+// cached by pad, for the head and state it was encoded at (padCache): a hit skips the
+// store's block reads and the encoding, and goes out in one write. An answer
 // the binary form cannot carry (a negative from echoed by an empty read) is served as
 // JSON, which the client asked to accept.
 func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID, ticket string, from, to int, hasTo bool) {
@@ -96,7 +96,7 @@ func (a *api) blocksWire(w http.ResponseWriter, r *http.Request, padID, ticket s
 			return
 		}
 		if a.pads != nil && s.From == 0 && s.To == s.TotalBlocks-1 && len(s.Blocks) > 0 {
-			a.pads.put(padID, s.Head, s.Pad.State, body)
+			a.pads.put(padID, s.Pad.HeadHash, s.Pad.State, body)
 		}
 	}
 	h := w.Header()

@@ -59,10 +59,11 @@ func (c *readCache) put(p Pad, t Ticket) {
 	if c == nil || !final(p, t) {
 		return
 	}
+	k := readKey{p.ID, t.Hash}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
+	if _, ok := c.m[k]; !ok && len(c.m) >= c.max {
 		clear(c.m)
 	}
-	c.m[readKey{p.ID, t.Hash}] = readEntry{p, t}
+	c.m[k] = readEntry{p, t}
 }

@@ -217,6 +217,23 @@ func TestReadCacheRemembersOnlyFinalAnswers(t *testing.T) {
 		svc, cs := newSvc(t, 2)
 		var tickets []string
 		c := pad(t, svc, true)
+		for range 2 {
+			m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, m.Ticket)
+			storeReads(t, svc, cs, c.PadID, m.Ticket, 0)
+		}
+		// A full cache keeps serving what it holds: remembered reads do not empty it.
+		for range 3 {
+			for i, tk := range tickets {
+				if n := storeReads(t, svc, cs, c.PadID, tk, 0); n != 0 {
+					t.Fatalf("ticket %d in a full cache: %d store reads", i, n)
+				}
+			}
+		}
+		tickets = nil
 		for range 3 {
 			m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
 			if err != nil {

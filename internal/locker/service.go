@@ -234,46 +234,47 @@ func (s *Service) pad(ctx context.Context, id string) (Pad, error) {
 
 // padAndTicket reads a pad and, unless it is the demo pad, the read ticket presented for
 // it, with the refusals in this order: an unknown pad, a missing ticket, an unknown
-// ticket. A store that reads both at once (PadTicketReader) is asked once.
-func (s *Service) padAndTicket(ctx context.Context, padID, ticket string) (Pad, Ticket, error) {
+// ticket. A store that reads both at once (PadTicketReader) is asked once; a pair the
+// read cache remembers is not read at all (remembered).
+func (s *Service) padAndTicket(ctx context.Context, padID, ticket string) (p Pad, t Ticket, remembered bool, err error) {
 	if padID == DemoPadID {
-		p, err := s.pad(ctx, padID)
-		return p, Ticket{}, err
+		p, err = s.pad(ctx, padID)
+		return p, Ticket{}, false, err
 	}
 	var th string
 	if ticket != "" {
 		th = HashSecret(ticket)
 		if e, ok := s.reads.get(padID, th); ok {
-			return e.pad, e.ticket, nil
+			return e.pad, e.ticket, true, nil
 		}
 	}
 	if both, ok := s.store.(PadTicketReader); ok && ticket != "" {
-		p, t, err := both.PadAndTicket(ctx, padID, th)
+		var tp *Ticket
+		p, tp, err = both.PadAndTicket(ctx, padID, th)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			return Pad{}, Ticket{}, errPadNotFound
+			return Pad{}, Ticket{}, false, errPadNotFound
 		case err != nil:
-			return Pad{}, Ticket{}, s.storeErr("read pad and ticket", err)
-		case t == nil:
-			return Pad{}, Ticket{}, errInvalidTicket
+			return Pad{}, Ticket{}, false, s.storeErr("read pad and ticket", err)
+		case tp == nil:
+			return Pad{}, Ticket{}, false, errInvalidTicket
 		}
-		return p, *t, nil
+		return p, *tp, false, nil
 	}
-	p, err := s.pad(ctx, padID)
-	if err != nil {
-		return Pad{}, Ticket{}, err
+	if p, err = s.pad(ctx, padID); err != nil {
+		return Pad{}, Ticket{}, false, err
 	}
 	if ticket == "" {
-		return Pad{}, Ticket{}, errMissingTicket
+		return Pad{}, Ticket{}, false, errMissingTicket
 	}
-	t, err := s.store.Ticket(ctx, th)
+	t, err = s.store.Ticket(ctx, th)
 	if errors.Is(err, ErrNotFound) {
-		return Pad{}, Ticket{}, errInvalidTicket
+		return Pad{}, Ticket{}, false, errInvalidTicket
 	}
 	if err != nil {
-		return Pad{}, Ticket{}, s.storeErr("read ticket", err)
+		return Pad{}, Ticket{}, false, s.storeErr("read ticket", err)
 	}
-	return p, t, nil
+	return p, t, false, nil
 }
 
 func (s *Service) expire(ctx context.Context, p Pad, now int64) (Pad, error) {
@@ -497,10 +498,6 @@ type Slice struct {
 	From, To    int
 	TotalBlocks int
 	Blocks      []Block
-	// Sealed and Head are the pad's state and head when it was read: a sealed pad's
-	// blocks never change, so (pad, head) names them for good.
-	Sealed bool
-	Head   string
 	// Reused is set when ReadOptions.Reuse answered for the blocks: Blocks is nil.
 	Reused bool
 	// Pad is the pad record the read was decided on (after lazy expiry): its manifest
@@ -533,7 +530,7 @@ func (s *Service) ReadBlocks(ctx context.Context, padID, ticket string, from, to
 
 // ReadBlocksWith is ReadBlocks adjusted by opt.
 func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from, to int, hasTo bool, opt ReadOptions) (Slice, error) {
-	p, t, err := s.padAndTicket(ctx, padID, ticket)
+	p, t, remembered, err := s.padAndTicket(ctx, padID, ticket)
 	if err != nil {
 		return Slice{}, err
 	}
@@ -550,8 +547,7 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 		return Slice{}, err
 	}
 	total := p.BlockCount
-	sealed := p.State == StateSealed
-	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}, Sealed: sealed, Head: p.HeadHash, Pad: p}
+	empty := Slice{PadID: padID, From: from, To: from, TotalBlocks: total, Blocks: []Block{}, Pad: p}
 	if total == 0 {
 		return empty, nil
 	}
@@ -593,8 +589,10 @@ func (s *Service) ReadBlocksWith(ctx context.Context, padID, ticket string, from
 			return Slice{}, s.storeErr("record read", err)
 		}
 	}
-	s.reads.put(p, t)
-	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Sealed: sealed, Head: p.HeadHash, Reused: reused, Pad: p}, nil
+	if !remembered {
+		s.reads.put(p, t)
+	}
+	return Slice{PadID: padID, From: from, To: to, TotalBlocks: total, Blocks: blocks, Reused: reused, Pad: p}, nil
 }
 
 func (s *Service) leaseOver(t Ticket, now int64) bool {

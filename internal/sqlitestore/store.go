@@ -436,8 +436,9 @@ func (s *Store) Ticket(ctx context.Context, hash string) (locker.Ticket, error) 
 // pad's blocks): ctx's values without its cancellation. For a cancellable context,
 // database/sql and the SQLite driver each start a goroutine per statement to watch it —
 // the pad-and-ticket read took 18–21 µs watched and 14.6 µs unwatched here
-// (BenchmarkReadPadAndTicket), and each watcher is a thread wake-up under load. SQLite's busy timeout still bounds any wait for a lock;
-// a context already done is refused before the statement starts.
+// (BenchmarkReadPadAndTicket), and each watcher is a thread wake-up under load. SQLite's
+// busy timeout still bounds any wait for a lock; a context already done is refused before
+// the statement starts.
 func quick(ctx context.Context, op string) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
