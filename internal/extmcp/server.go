@@ -168,8 +168,8 @@ func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
 
 // ServerOptions are the gRPC server options of [NewGRPCServer] for the given message and
 // reply bounds (Config.MaxMessageBytes, Config.MaxReplyBytes): the buffer pool and the
-// codec that draws on it, size limits and keepalive policy. A server of the same shape (a load generator's calibration
-// target) uses them too.
+// codec that draws on it, size limits and keepalive policy. A server of the same shape (a
+// load generator's calibration target) uses them too.
 func ServerOptions(maxMessageBytes, maxReplyBytes int) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		experimental.BufferPool(bufferPool),
