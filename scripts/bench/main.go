@@ -48,9 +48,11 @@ func init() {
 		specs["extmcp-list-"+n+"-nomemo"] = spec{"the same, memo off (every tool's digest found by its raw bytes)", "SHA-256 of the same result bytes, µs", fmt.Sprintf(list, n, "digest-cache")}
 	}
 	specs["extmcp-call"] = spec{"ExtMcp tools/call decision", "—", "go test -run '^$' -bench 'CallTool$' ./internal/extmcp/"}
-	load := "go run ./scripts/extmcp-load -rate 2000 -duration 5s"
-	specs["grpc-list-p99-2000"] = spec{"tools/list over loopback gRPC at 2,000 req/s, p99 from each request's scheduled start, generator in its own process", "the same load against a no-op server of the same shape (calibration), ms", load}
-	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process", "the same load against the no-op server (calibration), ms", load}
+	load := "go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 1"
+	specs["grpc-list-p99-2000"] = spec{"tools/list over loopback gRPC at 2,000 req/s, p99 from each request's scheduled start, generator in its own process, the processor at GOMAXPROCS=1 as the ECS task runs it", "the same load against a no-op server of the same shape (calibration), ms", load}
+	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process, GOMAXPROCS=1", "the same load against the no-op server (calibration), ms", load}
+	specs["grpc-list-cpu-2000"] = spec{"the processor's CPU time (user + system) per tools/list request in that run, GOMAXPROCS=1", "the same at the Go runtime's default GOMAXPROCS (`-server-procs 0`, the machine's cores), µs", load + " && go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 0 -calibrate=false"}
+	specs["grpc-call-cpu-2000"] = spec{"the same per tools/call request", "the same at the runtime's default GOMAXPROCS, µs", load + " && go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 0 -calibrate=false"}
 	read := "go test -run '^$' -bench 'ReadVerify256KiB/%s/%s$' ./internal/lockerclient/"
 	specs["read-64k"] = spec{"lockermcp's verified read of a sealed 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form (one request)", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
 	specs["read-64k-open"] = spec{"the same read of an open pad (its pad and ticket read from SQLite every time; its answer cached by head and state)", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-open")}
@@ -67,7 +69,7 @@ func init() {
 }
 
 var order = []string{"extmcp-list-10", "extmcp-list-100", "extmcp-list-1000", "extmcp-list-10-nomemo", "extmcp-list-100-nomemo", "extmcp-list-1000-nomemo",
-	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
+	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "grpc-list-cpu-2000", "grpc-call-cpu-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
 	"append-1", "append-8", "append-64", "sha256-mbps"}
 
 func main() {
@@ -216,31 +218,52 @@ func runAll(count int) ([]Figure, error) {
 	return figs, nil
 }
 
+// loadGen drives the processor over loopback gRPC with scripts/extmcp-load: at
+// GOMAXPROCS=1 (as infra/ecs runs it) with its calibration, then at the runtime's
+// default without, for the CPU baseline.
 func loadGen() ([]Figure, error) {
-	cmd := exec.Command("go", "run", "./scripts/extmcp-load", "-rate", "2000", "-duration", "5s", "-json")
-	cmd.Stderr = os.Stderr
-	fmt.Fprintln(os.Stderr, "bench: go", strings.Join(cmd.Args[1:], " "))
-	outb, err := cmd.Output()
+	type run map[string]struct{ p99, cpu float64 } // by method/target
+	drive := func(args ...string) (run, error) {
+		cmd := exec.Command("go", append([]string{"run", "./scripts/extmcp-load", "-rate", "2000", "-duration", "5s", "-json"}, args...)...)
+		cmd.Stderr = os.Stderr
+		fmt.Fprintln(os.Stderr, "bench: go", strings.Join(cmd.Args[1:], " "))
+		outb, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("extmcp-load: %w", err)
+		}
+		var doc struct {
+			Results []struct {
+				Method, Target string
+				P99Micros      float64 `json:"p99Micros"`
+				ServerCPU      float64 `json:"serverCpuMicrosPerRequest"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(outb, &doc); err != nil {
+			return nil, fmt.Errorf("extmcp-load: %w", err)
+		}
+		r := run{}
+		for _, x := range doc.Results {
+			r[x.Method+"/"+x.Target] = struct{ p99, cpu float64 }{x.P99Micros / 1e3, x.ServerCPU}
+		}
+		return r, nil
+	}
+	one, err := drive("-server-procs", "1")
 	if err != nil {
-		return nil, fmt.Errorf("extmcp-load: %w", err)
-	}
-	var doc struct {
-		Results []struct {
-			Method, Target string
-			P99Micros      float64 `json:"p99Micros"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(outb, &doc); err != nil {
 		return nil, err
 	}
-	p99 := map[string]float64{}
-	for _, r := range doc.Results {
-		p99[r.Method+"/"+r.Target] = r.P99Micros / 1e3
+	def, err := drive("-server-procs", "0", "-calibrate=false")
+	if err != nil {
+		return nil, err
 	}
 	var figs []Figure
-	for _, m := range []struct{ id, method string }{{"grpc-list-p99-2000", "tools/list"}, {"grpc-call-p99-2000", "tools/call"}} {
-		v, b := p99[m.method+"/processor"], p99[m.method+"/noop"]
-		figs = append(figs, Figure{ID: m.id, Unit: "ms", Value: v, Baseline: b, Ratio: v / b, Goal: "<= 1 ms"})
+	for _, m := range []struct{ p99, cpu, method string }{{"grpc-list-p99-2000", "grpc-list-cpu-2000", "tools/list"}, {"grpc-call-p99-2000", "grpc-call-cpu-2000", "tools/call"}} {
+		p, n := one[m.method+"/processor"], one[m.method+"/noop"]
+		d := def[m.method+"/processor"]
+		if p.p99 == 0 || n.p99 == 0 || p.cpu == 0 || d.cpu == 0 {
+			return nil, fmt.Errorf("extmcp-load reported no %s figures", m.method)
+		}
+		figs = append(figs, Figure{ID: m.p99, Unit: "ms", Value: p.p99, Baseline: n.p99, Ratio: p.p99 / n.p99, Goal: "<= 1 ms"},
+			Figure{ID: m.cpu, Unit: "µs", Value: p.cpu, Baseline: d.cpu, Ratio: p.cpu / d.cpu, Goal: "—"})
 	}
 	return figs, nil
 }

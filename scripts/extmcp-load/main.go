@@ -12,7 +12,8 @@
 // By default it starts the processor itself, as a child process (this binary re-executed
 // with -child) with an in-memory source, and stops it by its PID when done; -addr points
 // it at a running `toolwarrant serve` instead (loopback addresses only; calibration still
-// uses its own no-op child).
+// uses its own no-op child). -server-procs sets the GOMAXPROCS of the servers it starts
+// (infra/ecs runs the processor at 1); each result reports the server's CPU per request.
 //
 //	go run ./scripts/extmcp-load -rate 2000 -duration 5s
 package main
@@ -30,6 +31,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +54,7 @@ func main() {
 	addr := flag.String("addr", "", "a running processor on loopback (default: start one as a child process)")
 	server := flag.String("server", "bench", "the target name sent as service_names")
 	calibrate := flag.Bool("calibrate", true, "also measure a no-op server of the same shape")
+	procs := flag.Int("server-procs", 0, "GOMAXPROCS of the servers this command starts, the no-op one too (0: the Go runtime's default)")
 	asJSON := flag.Bool("json", false, "print one JSON document")
 	child := flag.String("child", "", "internal: serve as the child process (processor or noop)")
 	flag.Parse()
@@ -62,11 +65,15 @@ func main() {
 		}
 		return
 	}
-	if *rate < 1 || *rate > 20000 || *duration <= 0 || *duration > time.Minute || *inflight < 1 {
-		fmt.Fprintln(os.Stderr, "extmcp-load: -rate 1..20000, -duration up to 60s, -max-inflight at least 1")
+	if *rate < 1 || *rate > 20000 || *duration <= 0 || *duration > time.Minute || *inflight < 1 || *procs < 0 || *procs > 256 {
+		fmt.Fprintln(os.Stderr, "extmcp-load: -rate 1..20000, -duration up to 60s, -max-inflight at least 1, -server-procs 0..256")
 		os.Exit(2)
 	}
-	if err := run(*rate, *duration, *inflight, *addr, *server, *calibrate, *asJSON); err != nil {
+	if *procs > 0 && *addr != "" {
+		fmt.Fprintln(os.Stderr, "extmcp-load: -server-procs sets the servers this command starts; with -addr, set GOMAXPROCS where that server runs")
+		os.Exit(2)
+	}
+	if err := run(*rate, *duration, *inflight, *procs, *addr, *server, *calibrate, *asJSON); err != nil {
 		fmt.Fprintln(os.Stderr, "extmcp-load:", err)
 		os.Exit(1)
 	}
@@ -129,7 +136,7 @@ func serveChild(kind, server string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(lis.Addr().String())
+	fmt.Println(lis.Addr().String(), runtime.GOMAXPROCS(0))
 	switch kind {
 	case "processor":
 		return extmcp.Serve(ctx, lis, p, extmcp.ServeOptions{})
@@ -168,16 +175,20 @@ func (n noop) CheckResponse(context.Context, *pb.McpResponse) (*pb.McpResponseRe
 
 // childProc is a server this command started; stop ends it by its PID.
 type childProc struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd   *exec.Cmd
+	addr  string
+	procs int // its GOMAXPROCS
 }
 
-func startChild(kind, server string) (*childProc, error) {
+func startChild(kind, server string, procs int) (*childProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-child", kind, "-server", server)
+	if procs > 0 {
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -197,7 +208,10 @@ func startChild(kind, server string) (*childProc, error) {
 		c.stop()
 		return nil, fmt.Errorf("child %s printed no address: %w", kind, err)
 	}
-	c.addr = strings.TrimSpace(line)
+	if _, err := fmt.Sscan(line, &c.addr, &c.procs); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("child %s printed %q, not its address and GOMAXPROCS", kind, line)
+	}
 	return c, nil
 }
 
@@ -236,9 +250,11 @@ type result struct {
 	// its scheduled start a request was handed to gRPC. It is part of every latency above.
 	LateP50Micros float64 `json:"lateP50Micros"`
 	LateP99Micros float64 `json:"lateP99Micros"`
+	// ServerProcs is the server's GOMAXPROCS when it is a child of this command.
+	ServerProcs int `json:"serverGomaxprocs,omitempty"`
 }
 
-func run(rate int, duration time.Duration, inflight int, addr, server string, calibrate, asJSON bool) error {
+func run(rate int, duration time.Duration, inflight, procs int, addr, server string, calibrate, asJSON bool) error {
 	result100, _, err := listing(server)
 	if err != nil {
 		return err
@@ -250,25 +266,25 @@ func run(rate int, duration time.Duration, inflight int, addr, server string, ca
 	}
 	type target struct {
 		name, addr string
-		pid        int
+		pid, procs int
 	}
-	targets := []target{{"processor", addr, 0}}
+	targets := []target{{"processor", addr, 0, 0}}
 	if addr == "" {
-		c, err := startChild("processor", server)
+		c, err := startChild("processor", server, procs)
 		if err != nil {
 			return err
 		}
 		defer c.stop()
-		targets[0].addr, targets[0].pid = c.addr, c.cmd.Process.Pid
+		targets[0].addr, targets[0].pid, targets[0].procs = c.addr, c.cmd.Process.Pid, c.procs
 		addr = c.addr
 	}
 	if calibrate {
-		c, err := startChild("noop", server)
+		c, err := startChild("noop", server, procs)
 		if err != nil {
 			return err
 		}
 		defer c.stop()
-		targets = append(targets, target{"noop", c.addr, c.cmd.Process.Pid})
+		targets = append(targets, target{"noop", c.addr, c.cmd.Process.Pid, c.procs})
 	}
 	ctx := context.Background()
 	var out []result
@@ -278,7 +294,7 @@ func run(rate int, duration time.Duration, inflight int, addr, server string, ca
 			if err != nil {
 				return fmt.Errorf("%s against %s: %w", method, t.name, err)
 			}
-			r.Target = t.name
+			r.Target, r.ServerProcs = t.name, t.procs
 			out = append(out, r)
 		}
 	}
@@ -288,10 +304,14 @@ func run(rate int, duration time.Duration, inflight int, addr, server string, ca
 		return enc.Encode(map[string]any{"addr": addr, "gomaxprocs": runtime.GOMAXPROCS(0), "results": out})
 	}
 	fmt.Printf("loopback gRPC to %s from a separate process, open loop, latency from each request's scheduled start;\n", addr)
-	fmt.Printf("noop = calibration: a no-op server of the same shape, measured the same way\n")
-	fmt.Printf("%-11s %-9s %7s %7s %6s %10s %9s %9s %9s %9s %11s %11s %12s %12s\n", "method", "target", "rate/s", "sent", "errors", "achieved/s", "p50 µs", "p90 µs", "p99 µs", "max µs", "late p50 µs", "late p99 µs", "gen CPU µs", "srv CPU µs")
+	fmt.Printf("noop = calibration: a no-op server of the same shape, measured the same way; CPU is per request, procs the server's GOMAXPROCS\n")
+	fmt.Printf("%-11s %-9s %7s %7s %6s %10s %9s %9s %9s %9s %11s %11s %12s %12s %5s\n", "method", "target", "rate/s", "sent", "errors", "achieved/s", "p50 µs", "p90 µs", "p99 µs", "max µs", "late p50 µs", "late p99 µs", "gen CPU µs", "srv CPU µs", "procs")
 	for _, r := range out {
-		fmt.Printf("%-11s %-9s %7d %7d %6d %10.0f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %12.1f %12.1f\n", r.Method, r.Target, r.Rate, r.Sent, r.Errors, r.Achieved, r.P50Micros, r.P90Micros, r.P99Micros, r.MaxMicros, r.LateP50Micros, r.LateP99Micros, r.GenCPUMicros, r.ServerCPUMicros)
+		procs := "-"
+		if r.ServerProcs > 0 {
+			procs = strconv.Itoa(r.ServerProcs)
+		}
+		fmt.Printf("%-11s %-9s %7d %7d %6d %10.0f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %12.1f %12.1f %5s\n", r.Method, r.Target, r.Rate, r.Sent, r.Errors, r.Achieved, r.P50Micros, r.P90Micros, r.P99Micros, r.MaxMicros, r.LateP50Micros, r.LateP99Micros, r.GenCPUMicros, r.ServerCPUMicros, procs)
 	}
 	return nil
 }
