@@ -54,7 +54,7 @@ func main() {
 	addr := flag.String("addr", "", "a running processor on loopback (default: start one as a child process)")
 	server := flag.String("server", "bench", "the target name sent as service_names")
 	calibrate := flag.Bool("calibrate", true, "also measure a no-op server of the same shape")
-	procs := flag.Int("server-procs", 0, "GOMAXPROCS of the servers this command starts, the no-op one too (0: the Go runtime's default)")
+	procs := flag.Int("server-procs", 0, "GOMAXPROCS of the servers this command starts, the no-op one too (0: this process's environment decides, the Go runtime's default unless GOMAXPROCS is set)")
 	asJSON := flag.Bool("json", false, "print one JSON document")
 	child := flag.String("child", "", "internal: serve as the child process (processor or noop)")
 	flag.Parse()
