@@ -53,7 +53,7 @@ lint:
 bench:
 	$(GO) run ./scripts/bench -out bench.json -readme README.md
 
-## fuzz: each fuzz target for a short while (FUZZTIME=30s)
+## fuzz: each fuzz target for a short while (FUZZTIME, default 20s)
 FUZZTIME ?= 20s
 fuzz:
 	@for pkg in $$($(GO) list ./internal/...); do \
