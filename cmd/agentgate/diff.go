@@ -41,7 +41,7 @@ Invisible characters are written as escapes (\u200b, <U+E0041>) so that they can
   agentgate diff --server filesystem --json`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.compare(cmd, server, asJSON, false, "", "")
+			return a.compare(cmd, server, asJSON, false, "", "", "")
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "compare only the server `NAME`")
@@ -75,13 +75,13 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
   #     with: {fail-on: warning}`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := failOn
+			level, from := failOn, "--fail-on "
 			if !cmd.Flags().Changed("fail-on") {
 				if v := a.env.Getenv("AGENTGATE_FAIL_ON"); v != "" {
-					level = v
+					level, from = v, "AGENTGATE_FAIL_ON="
 				}
 			}
-			return a.compare(cmd, "", asJSON, true, level, sarif)
+			return a.compare(cmd, "", asJSON, true, level, from, sarif)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json, with failOn and failing)")
@@ -90,21 +90,28 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
 	return cmd
 }
 
-// compare implements diff and ci.
-func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOnFlag, sarifPath string) (err error) {
+// compare implements diff and ci. failOnFrom names where failOnFlag came from, as its
+// error shows it ("--fail-on " or "AGENTGATE_FAIL_ON=").
+func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOnFlag, failOnFrom, sarifPath string) (err error) {
 	gha := ci && a.env.Getenv("GITHUB_ACTIONS") == "true"
-	o, err := a.resolve(cmd, true)
-	if err != nil {
-		return a.annotateError(gha, err)
-	}
-	defer func() { err = a.annotateError(gha, err) }()
 	failOn := warrant.Info
+	var badGrade error
 	if failOnFlag != "" {
 		var ok bool
 		if failOn, ok = parseFailOn(failOnFlag); !ok {
-			return cli.Usage(cmd, "--fail-on %q is not a grade: use info, warning or critical", failOnFlag)
+			badGrade = cli.Usage(cmd, "%s%q is not a grade: use info, warning or critical", failOnFrom, failOnFlag)
 		}
 	}
+	o, err := a.resolve(cmd, true)
+	switch {
+	case err != nil && badGrade != nil: // every problem named at once
+		return a.annotateError(gha, cli.Exit(cli.ExitUsage, errors.Join(err, badGrade)))
+	case err != nil:
+		return a.annotateError(gha, err)
+	case badGrade != nil:
+		return a.annotateError(gha, badGrade)
+	}
+	defer func() { err = a.annotateError(gha, err) }()
 	if sarifPath != "" {
 		sarifPath = a.abs(sarifPath)
 	}

@@ -231,6 +231,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lock", "--config", "bad.json"}, nil, "agentgate: invalid MCP client configuration: bad.json: server \"a\": has both \"command\" and \"url\"; keep one\n"},
 		{[]string{"lock", "--config", "input.json"}, nil, "agentgate: invalid MCP client configuration: input.json: server \"gh\": headers.Authorization: ${input:token} is a VS Code prompt that cannot be answered here; set AGENTGATE_INPUT_TOKEN to its value\n"},
 		{[]string{"lock"}, map[string]string{"AGENTGATE_CONFIG": "ok.json", "AGENTGATE_TIMEOUT": "soon"}, "agentgate: AGENTGATE_TIMEOUT=\"soon\" is not a duration such as 30s (see 'agentgate lock --help')\n"},
+		// Every problem named at once, each where it came from.
+		{[]string{"ci"}, map[string]string{"AGENTGATE_TIMEOUT": "soon", "AGENTGATE_FAIL_ON": "loud"}, "agentgate: AGENTGATE_TIMEOUT=\"soon\" is not a duration such as 30s (see 'agentgate ci --help'); AGENTGATE_FAIL_ON=\"loud\" is not a grade: use info, warning or critical (see 'agentgate ci --help')\n"},
+		{[]string{"ci"}, map[string]string{"AGENTGATE_FAIL_ON": "loud"}, "agentgate: no MCP client configuration found: looked for .mcp.json, mcp.json, .vscode/mcp.json, .cursor/mcp.json in " + dir + "; pass --config PATH; AGENTGATE_FAIL_ON=\"loud\" is not a grade: use info, warning or critical (see 'agentgate ci --help')\n"},
 		{[]string{"lock", "--bogus"}, nil, "agentgate: unknown flag: --bogus (see 'agentgate lock --help')\n"},
 		{[]string{"lock", "extra"}, nil, "agentgate: agentgate lock takes no arguments; got \"extra\" (see 'agentgate lock --help')\n"},
 		{[]string{"bogus"}, nil, "agentgate: unknown command \"bogus\" for \"agentgate\" (see 'agentgate --help')\n"},

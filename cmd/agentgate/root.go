@@ -60,7 +60,10 @@ changes a schema (a rug pull), and 'agentgate diff' shows exactly what changed.
 
 The config is read from --config, or the first of .mcp.json, mcp.json, .vscode/mcp.json and
 .cursor/mcp.json in the working directory (Claude Desktop, Claude Code, Cursor and VS Code
-formats are understood).`,
+formats are understood).
+
+Every command exits 0 when it did what it says (no drift), 1 when it found drift, 2 when it
+could not run; its --help says which apply.`,
 		Example: `  agentgate lock                 # list every configured server and write agentgate.lock
   agentgate ci                   # in CI: exit 1 if any tool drifted
   agentgate diff                 # show what changed, word by word`,

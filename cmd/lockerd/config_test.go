@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,45 @@ func TestRefusedConfiguration(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBadFlagValue: a flag's value that cannot be served is a usage error (exit 2) that
+// names the flag, not the environment variable it stands for.
+func TestBadFlagValue(t *testing.T) {
+	for _, port := range []string{"99999", "-1", "65536"} {
+		code, out, errs := runLockerd(t, map[string]string{"LOCKER_DB_PATH": filepath.Join(t.TempDir(), "locker.db")}, "--port", port)
+		if code != 2 || out != "" || !strings.Contains(errs, "--port "+port+": a port is from 0 to 65535") || strings.Contains(errs, "LOCKER_PORT") {
+			t.Errorf("--port %s: exit %d, stdout %q, stderr %q; want exit 2 naming --port", port, code, out, errs)
+		}
+	}
+	code, _, errs := runLockerd(t, map[string]string{"LOCKER_PORT": "99999"})
+	if code != 1 || !strings.Contains(errs, "LOCKER_PORT") {
+		t.Errorf("LOCKER_PORT=99999: exit %d, stderr %q; want the refused configuration (1) naming LOCKER_PORT", code, errs)
+	}
+}
+
+// TestListenHints: a daemon that cannot listen says which setting to change: the port when
+// it is taken, the host when it is not an address of this machine.
+func TestListenHints(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	db := map[string]string{"LOCKER_DB_PATH": filepath.Join(t.TempDir(), "locker.db")}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--port", port}, "address already in use (choose another port with LOCKER_PORT or --port; 0 picks a free one)"},
+		{[]string{"--host", "192.0.2.1", "--port", "0"}, "(choose an address of this machine with LOCKER_HOST or --host, such as 127.0.0.1)"},
+	} {
+		code, _, errs := runLockerd(t, db, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
+		}
 	}
 }
 

@@ -1,5 +1,5 @@
 // Command lockerd is the Padlock daemon: tamper-evident append-only pads for agent-to-agent
-// handoff, served over HTTP from one SQLite file. See README.md and spec/padlock-wire.md.
+// handoff, served over HTTP from one SQLite file. See README.md and docs/spec/padlock-wire.md.
 package main
 
 import (

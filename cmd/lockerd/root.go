@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,11 @@ tickets. SIGTERM or Ctrl-C finishes in-flight requests, then exits.` +
   curl -s http://127.0.0.1:8000/v1/pads/demo-pad-v1/blocks`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A flag's bad value is the caller's usage error (2), named as the flag; the
+			// same value from LOCKER_PORT is a refused configuration (1).
+			if cmd.Flags().Changed("port") && (port < 0 || port > 65535) {
+				return cli.Usage(cmd, "--port %d: a port is from 0 to 65535 (0 picks a free one)", port)
+			}
 			getenv := func(k string) string {
 				switch {
 				case k == "LOCKER_DB_PATH" && cmd.Flags().Changed("db"):
@@ -106,7 +112,13 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	}
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
-		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot listen on %s: %w (set LOCKER_PORT or --port)", cfg.Addr(), err))
+		hint := "choose another port with LOCKER_PORT or --port; 0 picks a free one"
+		var dns *net.DNSError
+		var addr *net.AddrError
+		if errors.As(err, &dns) || errors.As(err, &addr) || !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, syscall.EACCES) {
+			hint = "choose an address of this machine with LOCKER_HOST or --host, such as 127.0.0.1"
+		}
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot listen on %s: %w (%s)", cfg.Addr(), err, hint))
 	}
 	// A client may not hold a connection by trickling its request (ReadTimeout covers the
 	// body), nor may many such clients exhaust file descriptors (LimitListener: at most

@@ -106,7 +106,7 @@ Exit codes (those of the Padlock seed's inspect_pad.py; docs/cli.md):
 			var exp *string
 			if cmd.Flags().Changed("expected-head") {
 				// A typo is a usage error, found before the daemon is asked; the MCP tools
-				// report a malformed head as a failed verification (spec/padlock-wire.md).
+				// report a malformed head as a failed verification (docs/spec/padlock-wire.md).
 				if !headRE.MatchString(expected) {
 					return cli.Usage(cmd, "--expected-head %q is not a head hash: give the 64 lowercase hex digits the writer handed you (the head_hash of its seal)", expected)
 				}

@@ -59,7 +59,11 @@ entries of a hash-chained audit log signed by the log key, written in the same t
 as what they record, and checked by 'audit verify'.
 
 The catalog is one SQLite file, created 0600 by 'toolwarrant init': --catalog, else
-$TOOLWARRANT_CATALOG, else ./toolwarrant.db.`,
+$TOOLWARRANT_CATALOG, else ./toolwarrant.db.
+
+Every command exits 0 when it did what it says, 1 when it ran and found something (changes,
+something new, problems in the audit log), 2 when it could not run; its --help says which
+apply.`,
 		Example: `  toolwarrant init
   toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
   toolwarrant crawl

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ func TestSetupVersionAndArgs(t *testing.T) {
 		{[]string{"--version"}, 0, "t 1.2.3 (abc); writes 2\n", ""},
 		{[]string{"version"}, 0, "t 1.2.3 (abc); writes 2\n", ""},
 		{[]string{"version", "--json"}, 0, "{\n  \"commit\": \"abc\",\n  \"lockfileVersion\": 2,\n  \"name\": \"t\",\n  \"version\": \"1.2.3\"\n}\n", ""},
+		{[]string{"version", "--json", "--help"}, 0, "", ""}, // stdout checked below: it names every member
 		{[]string{"diff", "a"}, 2, "", "t: t diff takes 2 arguments, SERVER TOOL; got 1: \"a\" (see 't diff --help')\n"},
 		{[]string{"list", "x"}, 2, "", "t: t list takes no arguments; got \"x\" (see 't list --help')\n"},
 		{[]string{"server", "remove"}, 2, "", "t: unknown command \"remove\" for \"t server\" (see 't server --help')\n"},
@@ -40,7 +42,14 @@ func TestSetupVersionAndArgs(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
 			env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
-			if code := Run(t.Context(), newRoot(env), tc.args, env); code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
+			code := Run(t.Context(), newRoot(env), tc.args, env)
+			if slices.Contains(tc.args, "--help") {
+				if !strings.Contains(out.String(), "with the members\nname, version, commit, lockfileVersion.") {
+					t.Errorf("version --help does not name every member of --json:\n%s", out.String())
+				}
+				out.Reset()
+			}
+			if code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
 			}
 		})

@@ -3,6 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -54,11 +57,17 @@ func (v VersionInfo) JSON() ([]byte, error) {
 // versionCmd is every binary's `version` command.
 func versionCmd(env Env, info VersionInfo) *cobra.Command {
 	var asJSON bool
+	members := "name, version, commit"
+	if len(info.Extra) > 0 {
+		extra := slices.Sorted(maps.Keys(info.Extra))
+		members += ", " + strings.Join(extra, ", ")
+	}
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and the commit this binary was built from (--json for machines)",
 		Long: `Print the version and the commit this binary was built from, on one line: the same line
-as --version. With --json, one JSON object: name, version, commit (docs/cli.md).` + ExitCodes("always", "", ""),
+as --version. With --json, one JSON object (docs/cli.md) with the members
+` + members + `.` + ExitCodes("always", "", ""),
 		Example: "  " + info.Name + " version\n  " + info.Name + " version --json",
 		Args:    NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -74,6 +83,6 @@ as --version. With --json, one JSON object: name, version, commit (docs/cli.md).
 			return err
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: name, version, commit (docs/cli.md)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: "+members+" (docs/cli.md)")
 	return c
 }

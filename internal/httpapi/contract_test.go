@@ -33,7 +33,7 @@ func envelopeBody(reason string) string {
 	return `{"error":"bad_request","detail":"block 0 invalid envelope: ` + reason + `"}`
 }
 
-// TestErrorTable checks every row of the contract's error table (spec/padlock-wire.md §1.2)
+// TestErrorTable checks every row of the contract's error table (docs/spec/padlock-wire.md §1.2)
 // byte for byte, on a fresh pad per row.
 func TestErrorTable(t *testing.T) {
 	hs := newHarness(t)

@@ -1,5 +1,5 @@
 // Package httpapi is Padlock's HTTP transport: every route of the wire contract
-// (spec/padlock-wire.md) over net/http, translating requests into locker.Service calls and
+// (docs/spec/padlock-wire.md) over net/http, translating requests into locker.Service calls and
 // refusals into the contract's exact status codes and bodies. The same http.Handler is
 // served by lockerd on one machine and by the pads Lambda behind API Gateway.
 //

@@ -37,7 +37,7 @@ type plainError struct {
 	Detail string `json:"detail"`
 }
 
-// paymentStatus is the payment path's part of the mapping (spec/padlock-wire.md §1.2 and
+// paymentStatus is the payment path's part of the mapping (docs/spec/padlock-wire.md §1.2 and
 // §4): the typed refusals of the payment rail (internal/payment) and a receipt that
 // already paid for a pad, answered with error shape 2 or the 402 challenge. ok is false
 // for any other error.

@@ -11,7 +11,7 @@ import (
 const EnvelopeSchema = "locker.handoff.v1"
 
 // EnvelopeError returns why payload is not a valid locker.handoff.v1 envelope, or "" when it
-// is. The reasons are the wire contract's exact texts (spec/padlock-wire.md §1.6); the daemon
+// is. The reasons are the wire contract's exact texts (docs/spec/padlock-wire.md §1.6); the daemon
 // prefixes them with "block 0 invalid envelope: ".
 //
 // Required fields are checked in the contract's order: task_id, from_agent, to_agent

@@ -32,7 +32,7 @@ func refuse(k Kind, format string, a ...any) *Error {
 	return &Error{Kind: k, Detail: fmt.Sprintf(format, a...)}
 }
 
-// Refusals with fixed texts (spec/padlock-wire.md §1.2).
+// Refusals with fixed texts (docs/spec/padlock-wire.md §1.2).
 var (
 	errPadNotFound     = &Error{KindNotFound, "pad not found"}
 	errInvalidWriteKey = &Error{KindUnauthorized, "invalid write key"}

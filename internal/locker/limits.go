@@ -1,7 +1,7 @@
 package locker
 
-// Limits of the wire contract (spec/padlock-wire.md §1.7). They are fixed: clients in the wild
-// rely on them.
+// Limits of the wire contract (docs/spec/padlock-wire.md §1.7). They are fixed: clients in
+// the wild rely on them.
 const (
 	// MaxBlockBytes is the largest block payload (64 KiB); one byte more is refused.
 	MaxBlockBytes = 65536

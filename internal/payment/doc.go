@@ -1,5 +1,5 @@
 // Package payment holds the pure rules of Padlock's pay-per-pad mode (LOCKER_MODE=txid,
-// spec/padlock-wire.md §4): the shape of a payment proof, the 402 challenge body and its
+// docs/spec/padlock-wire.md §4): the shape of a payment proof, the 402 challenge body and its
 // WWW-Authenticate header, the formatting of token amounts, and the check of a transaction
 // receipt against the operator's terms (a successful transaction carrying an ERC-20 Transfer
 // log from the token contract to the payment wallet for at least the required amount).

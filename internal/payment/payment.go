@@ -49,7 +49,7 @@ func (r *Rejection) Error() string { return "payment verification failed: " + r.
 
 // The refusals of the payment path that are not a verdict on a receipt. A payment rail
 // returns them with ErrInvalidProof, a *Rejection and a *RequiredError, and the
-// transport maps each to the wire's status and body (spec/padlock-wire.md §1.2).
+// transport maps each to the wire's status and body (docs/spec/padlock-wire.md §1.2).
 var (
 	// ErrUnconfigured: the operator's configuration cannot verify payments (no payment
 	// wallet, or a node that serves another chain than Base).
