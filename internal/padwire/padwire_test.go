@@ -33,6 +33,14 @@ func decodeAll(b []byte) (Header, []Frame, [][]byte, error) {
 			break
 		}
 		f.PrevHash, f.CurrHash, f.ContentType = bytes.Clone(f.PrevHash), bytes.Clone(f.CurrHash), bytes.Clone(f.ContentType)
+		if f.PayloadLen > len(b) {
+			// A payload longer than the whole stream (up to 4 GiB as stated) must end early:
+			// skipped, not buffered, as a reader with a byte budget does.
+			if err := r.Skip(); err != nil {
+				return h, fs, ps, err
+			}
+			return h, fs, ps, errors.New("a payload longer than the stream was skipped whole")
+		}
 		p := make([]byte, f.PayloadLen)
 		var seen bytes.Buffer
 		if err := r.Payload(p, &seen); err != nil {
