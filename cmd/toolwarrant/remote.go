@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
@@ -53,7 +53,7 @@ func (a *app) remote(cmd *cobra.Command) (*approvalsapi.Remote, error) {
 		}
 		return nil, nil
 	}
-	awsCfg, err := awsapp.AWSConfig(cmd.Context(), config.AWS{MaxAttempts: 3})
+	awsCfg, err := awsbase.AWSConfig(cmd.Context(), config.AWS{MaxAttempts: 3})
 	if err != nil {
 		return nil, cli.Exit(cli.ExitUsage, err)
 	}

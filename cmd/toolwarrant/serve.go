@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
@@ -75,7 +76,7 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string, w
 			cfg.CatalogBlobBucket = a.flagBlobBucket
 		}
 		// The SDK's default chain: AWS_REGION, the task role, AWS_ENDPOINT_URL for tests.
-		awsCfg, err := awsapp.AWSConfig(ctx, config.AWS{MaxAttempts: 3})
+		awsCfg, err := awsbase.AWSConfig(ctx, config.AWS{MaxAttempts: 3})
 		if err != nil {
 			return nil, cli.Exit(cli.ExitUsage, err)
 		}

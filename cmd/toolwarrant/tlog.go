@@ -19,6 +19,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/cli"
@@ -236,7 +237,7 @@ func (a *app) readLog(cmd *cobra.Command, catalog, export string) ([]warrant.Aud
 // source opens --checkpoints DIR|s3://…
 func (a *app) source(cmd *cobra.Command, src string, pathStyle bool) (checkpoint.Source, error) {
 	if strings.HasPrefix(src, "s3://") {
-		awsCfg, err := awsapp.AWSConfig(cmd.Context(), config.AWS{MaxAttempts: 3})
+		awsCfg, err := awsbase.AWSConfig(cmd.Context(), config.AWS{MaxAttempts: 3})
 		if err != nil {
 			return nil, cli.Exit(cli.ExitUsage, err)
 		}

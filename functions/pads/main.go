@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentgate-dev/agentgate/internal/app"
-	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/config"
 )
 
@@ -34,13 +34,13 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	}
 	log.InfoContext(ctx, "config", slog.Any("locker", lc), slog.Any("aws", ac))
 	if awsCfg == nil {
-		cfg, err := awsapp.AWSConfig(ctx, ac)
+		cfg, err := awsbase.AWSConfig(ctx, ac)
 		if err != nil {
 			return nil, err
 		}
 		awsCfg = &cfg
 	}
-	store, err := awsapp.PadStore(*awsCfg, ac, log)
+	store, err := awsbase.PadStore(*awsCfg, ac, log)
 	if err != nil {
 		return nil, err
 	}

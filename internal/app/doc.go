@@ -2,7 +2,7 @@
 // transports, once. LockerHandler composes the Padlock service with its HTTP transport
 // (httpapi) and, in txid mode, the payment rail (Payments: receipts over evmrpc, refusals
 // as the typed errors httpapi maps). lockerd (over the SQLite store it opens) and the pads
-// Lambda (over awsapp.PadStore) therefore serve the very same http.Handler.
+// Lambda (over awsbase.PadStore) therefore serve the very same http.Handler.
 //
 // The adapters of each way to run are built in two subpackages, kept apart so that a
 // binary links only what it runs on:

@@ -3,13 +3,12 @@ package config
 import (
 	"errors"
 	"log/slog"
-	"regexp"
 )
 
 // AWS is the configuration of the pads Lambda beyond Locker: which table holds the pads and
 // how hard the SDK retries. Region, credentials and endpoints (AWS_REGION,
 // AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...) are read by the AWS SDK's own default
-// chain when awsapp.AWSConfig loads it; they are not repeated here.
+// chain when awsbase.AWSConfig loads it; they are not repeated here.
 type AWS struct {
 	// PadsTable is PADS_TABLE, the DynamoDB table of template.yaml's PadsTable (SAM sets it
 	// with !Ref PadsTable). Required.
@@ -25,8 +24,24 @@ func (c AWS) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("pads_table", c.PadsTable), slog.Int("max_attempts", c.MaxAttempts))
 }
 
-// tableName is DynamoDB's rule for table names.
-var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+// validTableName is DynamoDB's rule for table names: 3 to 255 of [a-zA-Z0-9_.-]. (Checked by
+// hand: a regular expression with {3,255} is expanded into a state per repetition, built at
+// every cold start of every binary that links this package.)
+func validTableName(s string) bool {
+	if len(s) < 3 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // LoadAWS reads the AWS configuration through getenv and reports every problem at once.
 func LoadAWS(getenv func(string) string) (AWS, error) {

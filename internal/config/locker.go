@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +75,18 @@ func (c Locker) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-var evmAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+// validEVMAddress: 0x and 40 hex digits, either case.
+func validEVMAddress(s string) bool {
+	if len(s) != 42 || s[:2] != "0x" {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
 
 // LoadLocker reads the Locker configuration through getenv.
 func LoadLocker(getenv func(string) string) (Locker, error) {
@@ -114,7 +124,7 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 		}
 	}
 	c.WalletAddress = strings.TrimSpace(getenv("PAYMENT_WALLET_ADDRESS"))
-	if c.WalletAddress != "" && !evmAddress.MatchString(c.WalletAddress) {
+	if c.WalletAddress != "" && !validEVMAddress(c.WalletAddress) {
 		errs = append(errs, fmt.Errorf("PAYMENT_WALLET_ADDRESS=%q is not a 0x-prefixed 20-byte address", c.WalletAddress))
 	}
 	if v := strings.TrimSpace(getenv("BASE_RPC_URL")); v != "" {
@@ -131,7 +141,7 @@ func LoadLocker(getenv func(string) string) (Locker, error) {
 		c.RequiredUnits = n
 	}
 	if v := strings.TrimSpace(getenv("USDC_CONTRACT")); v != "" {
-		if !evmAddress.MatchString(v) {
+		if !validEVMAddress(v) {
 			errs = append(errs, fmt.Errorf("USDC_CONTRACT=%q is not a 0x-prefixed 20-byte address", v))
 		}
 		c.USDCContract = v
@@ -159,7 +169,7 @@ func tableVar(getenv func(string) string, name, what, rule string, errs *[]error
 	switch {
 	case v == "":
 		*errs = append(*errs, fmt.Errorf("%s is not set: name the DynamoDB %s table (template.yaml sets it)", name, what))
-	case !tableName.MatchString(v):
+	case !validTableName(v):
 		*errs = append(*errs, fmt.Errorf("%s=%q is not a DynamoDB table name%s", name, v, rule))
 	}
 	return v

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -149,14 +148,27 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	return c, errors.Join(errs...)
 }
 
-// bucketName is an S3 bucket name (general purpose buckets: 3 to 63 characters).
-var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+// validBucketName is an S3 bucket name (general purpose buckets): 3 to 63 of [a-z0-9.-],
+// the first and last a lowercase letter or digit.
+func validBucketName(s string) bool {
+	if len(s) < 3 || len(s) > 63 {
+		return false
+	}
+	lowerOrDigit := func(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !lowerOrDigit(c) && (i == 0 || i == len(s)-1 || c != '.' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // catalogBlobBucket reads CATALOG_BLOB_BUCKET, the bucket of the DynamoDB catalog's large
 // objects ("" when unset).
 func catalogBlobBucket(getenv func(string) string, errs *[]error) string {
 	v := strings.TrimSpace(getenv("CATALOG_BLOB_BUCKET"))
-	if v != "" && !bucketName.MatchString(v) {
+	if v != "" && !validBucketName(v) {
 		*errs = append(*errs, fmt.Errorf("CATALOG_BLOB_BUCKET=%q is not an S3 bucket name", v))
 	}
 	return v

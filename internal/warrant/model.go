@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -50,13 +51,59 @@ type HeaderRef struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-var (
-	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	// secretARNRE accepts the ARN of a Secrets Manager secret or an SSM parameter.
-	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+|ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+)$`)
-)
+// secretARN accepts the ARN of a Secrets Manager secret or an SSM parameter. It is compiled
+// on first use: every binary that links this package (the pads Lambda among them) would
+// otherwise compile it at start.
+var secretARN = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+|ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+)$`)
+})
+
+// The names below are checked by hand, not by regular expressions with counted repetition
+// ({0,127}), which the regexp package expands into one state per repetition: hundreds of
+// kilobytes built at every start of every binary that links this package.
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// validServerName: 1 to 64 of [A-Za-z0-9._-], the first a letter or digit.
+func validServerName(s string) bool {
+	if len(s) < 1 || len(s) > 64 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderName: an HTTP field name (RFC 9110 token) of 1 to 128 characters.
+func validHeaderName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && strings.IndexByte("!#$%&'*+.^_`|~-", c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validEnvName: 1 to 128 of [A-Za-z0-9_], not starting with a digit.
+func validEnvName(s string) bool {
+	if len(s) < 1 || len(s) > 128 || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // reservedHeaders are set by the HTTP or MCP transport and cannot be configured.
 var reservedHeaders = []string{"connection", "content-length", "content-type", "host", "accept",
@@ -64,7 +111,7 @@ var reservedHeaders = []string{"connection", "content-length", "content-type", "
 
 // ValidateServerName returns ErrInvalid unless name is a valid server name.
 func ValidateServerName(name string) error {
-	if !serverNameRE.MatchString(name) {
+	if !validServerName(name) {
 		return fmt.Errorf("%w: server name %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrInvalid, name)
 	}
 	return nil
@@ -72,7 +119,7 @@ func ValidateServerName(name string) error {
 
 // Validate checks the header name and variable name.
 func (h HeaderRef) Validate() error {
-	if !headerNameRE.MatchString(h.Header) {
+	if !validHeaderName(h.Header) {
 		return fmt.Errorf("%w: %q is not an HTTP header name", ErrInvalid, h.Header)
 	}
 	if slices.Contains(reservedHeaders, strings.ToLower(h.Header)) {
@@ -82,10 +129,10 @@ func (h HeaderRef) Validate() error {
 	case h.Env != "" && h.Secret != "":
 		return fmt.Errorf("%w: header %s names both an environment variable and a secret; give one", ErrInvalid, h.Header)
 	case h.Secret != "":
-		if len(h.Secret) > 2048 || !secretARNRE.MatchString(h.Secret) {
+		if len(h.Secret) > 2048 || !secretARN().MatchString(h.Secret) {
 			return fmt.Errorf("%w: header %s: %q is not the ARN of a Secrets Manager secret (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME) or an SSM parameter (arn:aws:ssm:REGION:ACCOUNT:parameter/NAME)", ErrInvalid, h.Header, h.Secret)
 		}
-	case !envNameRE.MatchString(h.Env):
+	case !validEnvName(h.Env):
 		return fmt.Errorf("%w: %q is not an environment variable name (letters, digits and '_', not starting with a digit)", ErrInvalid, h.Env)
 	}
 	return nil

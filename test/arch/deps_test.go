@@ -1,8 +1,9 @@
 // Package arch_test enforces the dependency rules with `go list -deps`, as tailscale does:
 // one table of what each domain package may link (domain_test.go), and the rules between
 // binaries and adapters (this file): the embedded binaries and their wiring do not link the
-// AWS SDK, the Lambda functions do not link SQLite, gRPC or the local key signer, and the
-// approvals transport does not link the Lambda runtime or its API Gateway proxy.
+// AWS SDK, the Lambda functions do not link SQLite, gRPC or the local key signer, the pads
+// function links none of toolwarrant's AWS wiring, and the approvals transport does not link
+// the Lambda runtime or its API Gateway proxy.
 package arch_test
 
 import (
@@ -42,6 +43,12 @@ func TestDependencyRules(t *testing.T) {
 			why: "the shared wiring serves lockerd and the pads Lambda alike; adapters are built in localapp and awsapp"},
 		{pkgs: []string{"./internal/approvalsapi"}, banned: []string{"github.com/awslabs/aws-lambda-go-api-proxy", "github.com/aws/aws-lambda-go", "modernc.org/sqlite"},
 			why: "the approvals transport gets its caller from a function of the request; awsapp reads API Gateway's context"},
+		{pkgs: []string{"./functions/pads"}, banned: []string{"github.com/agentgate-dev/agentgate/internal/app/awsapp",
+			"github.com/aws/aws-sdk-go-v2/service/kms", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/aws/aws-sdk-go-v2/service/ssm",
+			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/modelcontextprotocol/", "golang.org/x/crypto/ssh",
+			"github.com/agentgate-dev/agentgate/internal/approvalsapi", "github.com/agentgate-dev/agentgate/internal/crawler",
+			"github.com/agentgate-dev/agentgate/internal/audit"},
+			why: "every package a Lambda links is initialised at its cold start: the pads function links the pad store's wiring (internal/app/awsbase), none of toolwarrant's (docs/aws.md, Cold start)"},
 		{pkgs: []string{"./internal/review"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/sshsig"},
 			why: "the review page is a transport over a Source: the catalog, the SSH signer and the approvals API client are wired in cmd/toolwarrant"},
 	}

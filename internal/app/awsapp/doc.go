@@ -1,16 +1,17 @@
-// Package awsapp wires agentgate on AWS: the SDK configuration, loaded once at cold
-// start, and the adapters over it (the DynamoDB pad store and catalog with its S3 object
-// store, the KMS log signer, Secrets Manager and SSM crawl header values), composed into
-// the toolwarrant service ([NewWarrant], [ColdStart]). The Lambda mains hand what it
-// builds to their transports and handlers:
+// Package awsapp wires toolwarrant on AWS: the adapters over the SDK configuration of
+// internal/app/awsbase (the DynamoDB catalog with its S3 object store, the KMS log signer,
+// Secrets Manager and SSM crawl header values), composed into the toolwarrant service
+// ([NewWarrant], [ColdStart]). The Lambda mains hand what it builds to their transports and
+// handlers:
 //
-//   - pads: [PadStore], under app.LazyLockerHandler;
+//   - pads: not this package but awsbase.PadStore, under app.LazyLockerHandler, so that the
+//     pads function initialises none of the above at its cold start;
 //   - approvals: [ApprovalsHandler], the approvals API of internal/approvalsapi, with the
 //     caller read from API Gateway's request context ([GatewayCaller]);
 //   - crawl: [CrawlHandler] and [RegisterServers];
 //   - checkpoint: [CheckpointHandler], with the EMF metrics of [Metrics].
 //
-// Which binaries link it: the Lambda mains (functions/*), and cmd/toolwarrant for its AWS
+// Which binaries link it: the Lambda mains but pads (functions/*), and cmd/toolwarrant for its AWS
 // modes. Those are `--store dynamodb:TABLE` for serve, emit and verify-gateway (the ExtMcp
 // container), `audit verify --checkpoints s3://BUCKET` ([CheckpointSource]), and the
 // SigV4 client of `--remote` (in internal/approvalsapi). lockerd, agentgate and lockermcp

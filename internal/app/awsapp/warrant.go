@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
@@ -91,7 +92,7 @@ func NewWarrant(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, ide
 
 // WarrantAWSConfig loads the SDK configuration with the attempts of c.
 func WarrantAWSConfig(ctx context.Context, c config.WarrantAWS) (aws.Config, error) {
-	cfg, err := AWSConfig(ctx, config.AWS{MaxAttempts: c.MaxAttempts})
+	cfg, err := awsbase.AWSConfig(ctx, config.AWS{MaxAttempts: c.MaxAttempts})
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("toolwarrant: %w", err)
 	}

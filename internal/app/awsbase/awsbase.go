@@ -1,4 +1,11 @@
-package awsapp
+// Package awsbase is the AWS wiring every AWS binary shares, and all the pads Lambda needs:
+// the SDK configuration, loaded once at cold start, and the DynamoDB pad store.
+//
+// It is apart from internal/app/awsapp so that the pads function links none of
+// toolwarrant's AWS parts (KMS, S3, Secrets Manager, SSM, the crawl, the approvals API):
+// every package a binary links is initialised at its cold start, and those doubled the pads
+// function's init (docs/aws.md, "Cold start"; test/arch keeps them out).
+package awsbase
 
 import (
 	"context"
