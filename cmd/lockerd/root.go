@@ -129,7 +129,10 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 		WriteTimeout: cfg.ReadTimeout + 60*time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	ln = netutil.LimitListener(ln, cfg.MaxConns)
 	url := "http://" + ln.Addr().String()
-	log.InfoContext(ctx, "lockerd listening", "url", url, "version", version.String(), "db_path", store.Path(), "mode", string(cfg.Mode))
+	// The effective configuration beside the URL: in txid mode the payment terms a create
+	// must meet (docs/payments.md), the RPC endpoint's scheme and host only (its path or
+	// query may carry an API key).
+	log.InfoContext(ctx, "lockerd listening", "url", url, "version", version.String(), "db_path", store.Path(), "mode", string(cfg.Mode), "config", cfg)
 	fmt.Fprintf(env.Stderr, "lockerd %s serving %s (store %s)\n  try: curl -s %s/v1/pads/demo-pad-v1/blocks\n", version.Version, url, store.Path(), url)
 	if ready != nil {
 		ready <- ln.Addr().String()

@@ -3,7 +3,9 @@ package payments
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +43,7 @@ func TestLockerdBinary(t *testing.T) {
 
 	cmd := exec.Command(bin, "--port", "0", "--db", filepath.Join(t.TempDir(), "locker.db"))
 	cmd.Env = append(os.Environ(), "LOCKER_MODE=txid", "PAYMENT_WALLET_ADDRESS="+wallet, "BASE_RPC_URL="+g.URL,
-		"USDC_CONTRACT="+usdc.Address, "REQUIRED_USDC_UNITS=2000", "LOCKER_LOG_LEVEL=warn")
+		"USDC_CONTRACT="+usdc.Address, "REQUIRED_USDC_UNITS=2000", "LOCKER_LOG_LEVEL=info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +52,16 @@ func TestLockerdBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	urlc := make(chan string, 1)
+	urlc, listening := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"msg":"lockerd listening"`) {
+				select {
+				case listening <- sc.Text():
+				default:
+				}
+			}
 			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case urlc <- m[1]:
@@ -69,6 +77,26 @@ func TestLockerdBinary(t *testing.T) {
 		t.Fatal("lockerd did not start within 30s")
 	}
 	d := &daemon{t: t, url: base}
+	// The start log states the payment terms (docs/payments.md), the RPC endpoint as its
+	// scheme and host only.
+	var start struct {
+		Config struct {
+			Wallet   string `json:"payment_wallet"`
+			Contract string `json:"usdc_contract"`
+			Units    int64  `json:"required_units"`
+			RPC      string `json:"rpc_endpoint"`
+		} `json:"config"`
+	}
+	select {
+	case line := <-listening:
+		rpc, _ := url.Parse(g.URL)
+		if err := json.Unmarshal([]byte(line), &start); err != nil || start.Config.Wallet != wallet || start.Config.Contract != usdc.Address ||
+			start.Config.Units != 2000 || start.Config.RPC != rpc.Scheme+"://"+rpc.Host {
+			t.Errorf("start log %s: want the wallet, contract, 2000 units and %s://%s", line, rpc.Scheme, rpc.Host)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no start log line")
+	}
 
 	if r := d.create("-"); r.status != http.StatusPaymentRequired || !strings.Contains(r.header.Get("WWW-Authenticate"), wallet) {
 		t.Errorf("no proof = %d %s %q", r.status, r.body, r.header.Get("WWW-Authenticate"))
