@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,8 +50,6 @@ type Config struct {
 	// Routes are the upstreams, in any order (emit sorts them by Server).
 	Routes []Route
 }
-
-var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ProcessorMethods is the methods map emit writes and verify-gateway requires: filter
 // every tools/list result, gate every tools/call request.
@@ -95,7 +93,7 @@ func Emit(cfg Config) ([]byte, error) {
 	routes := slices.Clone(cfg.Routes)
 	slices.SortFunc(routes, func(a, b Route) int { return strings.Compare(a.Server, b.Server) })
 	for i, r := range routes {
-		if !serverNameRE.MatchString(r.Server) {
+		if warrant.ValidateServerName(r.Server) != nil { // a catalog's server name: a path segment as it is
 			errs = append(errs, fmt.Errorf("server name %q cannot name a route", r.Server))
 		}
 		if i > 0 && routes[i-1].Server == r.Server {
