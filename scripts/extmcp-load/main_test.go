@@ -41,8 +41,9 @@ func TestServerProcs(t *testing.T) {
 		t.Fatalf("%d results, want tools/list and tools/call against processor and noop", len(doc.Results))
 	}
 	for _, r := range doc.Results {
-		if r.ServerProcs != 1 || r.Sent != 50 || r.Errors != 0 || r.ServerCPUMicros <= 0 {
-			t.Errorf("%s against %s: GOMAXPROCS %d, sent %d, errors %d, server CPU %.1f µs; want 1, 50, 0 and a figure",
+		// (Server CPU is read from /proc in 10 ms ticks: 50 requests may well take less.)
+		if r.ServerProcs != 1 || r.Sent != 50 || r.Errors != 0 || r.ServerCPUMicros < 0 {
+			t.Errorf("%s against %s: GOMAXPROCS %d, sent %d, errors %d, server CPU %.1f µs; want 1, 50, 0 and no negative CPU",
 				r.Method, r.Target, r.ServerProcs, r.Sent, r.Errors, r.ServerCPUMicros)
 		}
 	}
