@@ -390,11 +390,18 @@ checkpoint; the log must agree with it, or nothing is printed and the exit code 
 					return cli.Exit(cli.ExitFound, err)
 				}
 			}
-			var cp *checkpoint.Located
+			var cp, beyond *checkpoint.Located
 			for i := range cands {
-				if cands[i].Size >= seq && cands[i].Size <= t.Size() {
+				switch {
+				case cands[i].Size >= seq && cands[i].Size <= t.Size():
 					cp = &cands[i]
+				case cands[i].Size > t.Size():
+					beyond = &cands[i]
 				}
+			}
+			if cp == nil && beyond != nil {
+				// A signed checkpoint of a longer log than this one: the log contradicts it.
+				return cli.Exit(cli.ExitFound, fmt.Errorf("the log has %d entries, fewer than %s: entries were deleted; run 'toolwarrant audit verify'", t.Size(), beyond))
 			}
 			if cp == nil {
 				return cli.Exit(cli.ExitUsage, fmt.Errorf("no checkpoint covers entry %d: run 'toolwarrant audit checkpoint' (or pass --checkpoints)", seq))

@@ -230,6 +230,12 @@ func TestPlainVerifyCatchesTamperingAfterACheckpoint(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stdout, want) {
 			t.Errorf("audit verify: %s\nwant exit 1 and %q", r, want)
 		}
+		// audit prove contradicts the same checkpoint (exit 1), not "no checkpoint" (2).
+		r = w.tw(t, "audit", "prove", "3")
+		want = fmt.Sprintf("the log has %d entries, fewer than checkpoint %d of ", keep.Seq, head.Seq)
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("audit prove 3: %s\nwant exit 1 and %q", r, want)
+		}
 	})
 	t.Run("newest entry rewritten and re-signed with the log key", func(t *testing.T) {
 		w, db, head := setup(t)
