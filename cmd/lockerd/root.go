@@ -112,11 +112,11 @@ func serve(ctx context.Context, cfg config.Locker, env cli.Env, ready chan<- str
 	}
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
-		hint := "choose another port with LOCKER_PORT or --port; 0 picks a free one"
-		var dns *net.DNSError
-		var addr *net.AddrError
-		if errors.As(err, &dns) || errors.As(err, &addr) || !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, syscall.EACCES) {
-			hint = "choose an address of this machine with LOCKER_HOST or --host, such as 127.0.0.1"
+		// The port is taken or privileged; anything else (a name that does not resolve, an
+		// address not on this machine) is the host's.
+		hint := "choose an address of this machine with LOCKER_HOST or --host, such as 127.0.0.1"
+		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EACCES) {
+			hint = "choose another port with LOCKER_PORT or --port; 0 picks a free one"
 		}
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("cannot listen on %s: %w (%s)", cfg.Addr(), err, hint))
 	}

@@ -215,16 +215,20 @@ func TestReadCacheRemembersOnlyFinalAnswers(t *testing.T) {
 	})
 	t.Run("bounded", func(t *testing.T) {
 		svc, cs := newSvc(t, 2)
-		var tickets []string
 		c := pad(t, svc, true)
-		for range 2 {
-			m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
-			if err != nil {
-				t.Fatal(err)
+		// readNew mints n tickets and reads the pad once with each (remembering it).
+		readNew := func(n int) (tickets []string) {
+			for range n {
+				m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tickets = append(tickets, m.Ticket)
+				storeReads(t, svc, cs, c.PadID, m.Ticket, 0)
 			}
-			tickets = append(tickets, m.Ticket)
-			storeReads(t, svc, cs, c.PadID, m.Ticket, 0)
+			return tickets
 		}
+		tickets := readNew(2)
 		// A full cache keeps serving what it holds: remembered reads do not empty it.
 		for range 3 {
 			for i, tk := range tickets {
@@ -233,15 +237,7 @@ func TestReadCacheRemembersOnlyFinalAnswers(t *testing.T) {
 				}
 			}
 		}
-		tickets = nil
-		for range 3 {
-			m, err := svc.MintTicket(ctx, c.PadID, c.WriteKey, true, locker.TicketReadUnlimited)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tickets = append(tickets, m.Ticket)
-			storeReads(t, svc, cs, c.PadID, m.Ticket, 0)
-		}
+		tickets = readNew(3)
 		// Two entries fit; the third emptied the cache and is the one remembered.
 		if n := storeReads(t, svc, cs, c.PadID, tickets[2], 0); n != 0 {
 			t.Fatalf("the latest ticket: %d store reads", n)

@@ -168,7 +168,7 @@ func benchReadVerify(b *testing.B, n int) {
 		}))
 		buf := make([]byte, 32<<10)
 		hc := &http.Client{Transport: &http.Transport{DialContext: dial}}
-		get := func() { getSHA256(b, hc, url, buf) }
+		get := func() { getSHA256(b.Context(), b, hc, url, buf) }
 		b.SetBytes(total)
 		for b.Loop() {
 			get()
@@ -263,7 +263,7 @@ func BenchmarkReadClientCPU(b *testing.B) {
 		buf := make([]byte, 32<<10)
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			getSHA256(b, hc, "http://127.0.0.1:1/", buf)
+			getSHA256(b.Context(), b, hc, "http://127.0.0.1:1/", buf)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package lockerclient
 
 import (
+	"context"
 	"crypto/sha256"
 	"io"
 	"net/http"
@@ -35,10 +36,14 @@ func wireBody(t testing.TB, d *lockertest.Daemon, padID, ticket string) []byte {
 	return rec.Body.Bytes()
 }
 
-// getSHA256 GETs url and hashes the body with SHA-256 as it is read, through buf: the
-// floor the read benchmarks compare with.
-func getSHA256(b *testing.B, hc *http.Client, url string, buf []byte) {
-	resp, err := hc.Get(url)
+// getSHA256 GETs url (with ctx) and hashes the body with SHA-256 as it is read, through
+// buf: the floor the read benchmarks compare with.
+func getSHA256(ctx context.Context, b *testing.B, hc *http.Client, url string, buf []byte) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

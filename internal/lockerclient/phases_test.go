@@ -2,9 +2,7 @@ package lockerclient
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"slices"
@@ -70,18 +68,7 @@ func BenchmarkReadPhases(b *testing.B) {
 				})
 				t0 := time.Now()
 				if mode == "ceiling" {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-					resp, err := hc.Do(req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					h := sha256.New()
-					_, err = io.CopyBuffer(h, resp.Body, buf)
-					resp.Body.Close()
-					if err != nil {
-						b.Fatal(err)
-					}
-					h.Sum(nil)
+					getSHA256(ctx, b, hc, url, buf)
 				} else {
 					ch, err := client.Read(ctx, c.PadID, c.ReadTicket, ReadOptions{ExpectedHead: &head})
 					if err != nil || ch.Integrity.Verdict != VerdictTrustedHeadMatch {
