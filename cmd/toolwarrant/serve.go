@@ -22,6 +22,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/logx"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -39,11 +40,11 @@ const blobBucketHelp = "with --store dynamodb:TABLE, the S3 `BUCKET` holding the
 // evidenceStore is what serve, emit and verify-gateway read: the approved set and the
 // servers' URLs, from the catalog or from an evidence file.
 type evidenceStore struct {
-	source extmcp.Source
+	source enforce.Source
 	// recorder receives the processor's observations (nil: none is available).
-	recorder extmcp.Recorder
+	recorder enforce.Recorder
 	// servers returns the servers with their URLs and tools.
-	servers func(ctx context.Context) (*extmcp.EvidenceDoc, error)
+	servers func(ctx context.Context) (*enforce.EvidenceDoc, error)
 	close   func()
 }
 
@@ -55,13 +56,13 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string, w
 		if path == "" {
 			return nil, cli.Usage(cmd, "--store evidence:PATH needs a path")
 		}
-		f := &extmcp.EvidenceFile{Path: path}
-		return &evidenceStore{source: f, close: func() {}, servers: func(ctx context.Context) (*extmcp.EvidenceDoc, error) {
+		f := &enforce.EvidenceFile{Path: path}
+		return &evidenceStore{source: f, close: func() {}, servers: func(ctx context.Context) (*enforce.EvidenceDoc, error) {
 			data, err := readFileLimited(path, 64<<20)
 			if err != nil {
 				return nil, err
 			}
-			return extmcp.ParseEvidence(data)
+			return enforce.ParseEvidence(data)
 		}}, nil
 	}
 	if table, ok := strings.CutPrefix(store, "dynamodb:"); ok {
@@ -99,17 +100,17 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string, w
 	}
 	st := catalogStore(cat, func() { cat.Close() })
 	if writable {
-		st.recorder = extmcp.CatalogRecorder(svc)
+		st.recorder = enforce.CatalogRecorder(svc)
 	}
 	return st, nil
 }
 
-var _ extmcp.GatewayObserver = (*warrant.Service)(nil)
+var _ enforce.GatewayObserver = (*warrant.Service)(nil)
 
 // catalogStore reads approvals, crawl results and server URLs from a catalog port.
 func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
-	st := &evidenceStore{source: extmcp.CatalogSource{Catalog: cat}, close: closeFn}
-	st.servers = func(ctx context.Context) (*extmcp.EvidenceDoc, error) {
+	st := &evidenceStore{source: enforce.CatalogSource{Catalog: cat}, close: closeFn}
+	st.servers = func(ctx context.Context) (*enforce.EvidenceDoc, error) {
 		servers, err := cat.Servers(ctx)
 		if err != nil {
 			return nil, err
@@ -118,14 +119,14 @@ func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
 		if err != nil {
 			return nil, err
 		}
-		doc := &extmcp.EvidenceDoc{}
+		doc := &enforce.EvidenceDoc{}
 		for _, s := range servers {
-			es := extmcp.EvidenceServer{Name: s.Name, URL: s.URL}
+			es := enforce.EvidenceServer{Name: s.Name, URL: s.URL}
 			for _, t := range tools {
 				if t.Server != s.Name {
 					continue
 				}
-				et := extmcp.EvidenceTool{Name: t.Tool, Approved: string(t.Approved)}
+				et := enforce.EvidenceTool{Name: t.Tool, Approved: string(t.Approved)}
 				if t.State() != warrant.StateRemoved {
 					et.Crawled = string(t.Current)
 				}
@@ -204,12 +205,12 @@ container health checks, where distroless images have no shell).` +
 			}
 			rec := st.recorder
 			if observations != "" {
-				rec = &extmcp.JSONLRecorder{Path: observations}
+				rec = &enforce.JSONLRecorder{Path: observations}
 			}
 			if rec == nil {
 				log.WarnContext(ctx, "extmcp: observations are only logged: this store cannot record them; pass --observations FILE to keep them")
 			}
-			p, err := extmcp.New(extmcp.Config{Servers: servers, Source: st.source, Recorder: rec, Refresh: refresh, Staleness: staleness,
+			p, err := enforce.New(enforce.Config{Servers: servers, Source: st.source, Recorder: rec, Refresh: refresh, Staleness: staleness,
 				DecisionTimeout: decide, MaxMessageBytes: maxMessage, MaxReplyBytes: maxReply, Logger: log})
 			if err != nil {
 				return cli.Usage(cmd, "%v", err)
@@ -245,11 +246,11 @@ container health checks, where distroless images have no shell).` +
 	f.StringVar(&store, "store", "catalog", storeHelp)
 	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
 	f.StringVar(&observations, "observations", "", "append observations (tools listed but not served) as JSON lines to `FILE`")
-	f.DurationVar(&refresh, "refresh", extmcp.DefaultRefresh, "re-read approvals this often")
-	f.DurationVar(&staleness, "staleness", extmcp.DefaultStaleness, "deny everything when approvals are older than this")
-	f.DurationVar(&decide, "decision-timeout", extmcp.DefaultDecisionTimeout, "deny a decision that takes longer")
-	f.IntVar(&maxMessage, "max-message-bytes", extmcp.DefaultMaxMessageBytes, "deny messages larger than this")
-	f.IntVar(&maxReply, "max-reply-bytes", extmcp.DefaultMaxReplyBytes, "deny instead of replying with more than this (gateways before v1.4.1 refuse replies over 4 MiB)")
+	f.DurationVar(&refresh, "refresh", enforce.DefaultRefresh, "re-read approvals this often")
+	f.DurationVar(&staleness, "staleness", enforce.DefaultStaleness, "deny everything when approvals are older than this")
+	f.DurationVar(&decide, "decision-timeout", enforce.DefaultDecisionTimeout, "deny a decision that takes longer")
+	f.IntVar(&maxMessage, "max-message-bytes", enforce.DefaultMaxMessageBytes, "deny messages larger than this")
+	f.IntVar(&maxReply, "max-reply-bytes", enforce.DefaultMaxReplyBytes, "deny instead of replying with more than this (gateways before v1.4.1 refuse replies over 4 MiB)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr unless it is a terminal)")
 	f.BoolVar(&probe, "probe", false, "check the health of the processor at --listen and exit")
 	return c
@@ -257,7 +258,7 @@ container health checks, where distroless images have no shell).` +
 
 // readStore reads the servers and their evidence from --store (opened as by openStore, able
 // to record observations), for emit and verify-gateway.
-func (a *app) readStore(ctx context.Context, cmd *cobra.Command, store string) (*extmcp.EvidenceDoc, error) {
+func (a *app) readStore(ctx context.Context, cmd *cobra.Command, store string) (*enforce.EvidenceDoc, error) {
 	st, err := a.openStore(ctx, cmd, store, true)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -161,7 +162,7 @@ func TestUndecodableMessageIsRefused(t *testing.T) {
 	if err != nil || want.GetMutated() == nil {
 		t.Fatalf("the listing after it: %v %v", err, want)
 	}
-	d := tp.ListTools(t.Context(), []string{"everything"}, result)
+	d := tp.Decide(t.Context(), enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{"everything"}, Body: result})
 	if !bytes.Equal(want.GetMutated(), d.Mutated) {
 		t.Fatal("the answer after an undecodable message differs from the processor's own decision")
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
 )
 
@@ -25,7 +26,7 @@ type gateway struct {
 
 // startServer serves p on a loopback port until the test ends and returns a gateway
 // client connected to it.
-func startServer(t *testing.T, p *Processor) *gateway {
+func startServer(t *testing.T, p *enforce.Processor) *gateway {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
 )
 
@@ -23,67 +24,48 @@ import (
 // grpc.health.v1 service alongside "".
 const ServiceName = "agentgateway.dev.ext_mcp.ExtMcp"
 
-// handler translates ExtMcp messages to decisions and decisions to results. Every path
-// that cannot produce a decision — a panic, a deadline, a method it does not know —
-// returns an AuthorizationError result rather than a gRPC error, so the answer is a
-// denial even if the gateway were configured failOpen.
+// handler translates ExtMcp messages to enforce.Messages and decisions to results; it
+// decides nothing itself. Every denial is an AuthorizationError result rather than a gRPC
+// error, so the answer is a denial even if the gateway were configured failOpen; a panic in
+// the translation is one too.
 type handler struct {
 	pb.UnimplementedExtMcpServer
-	p *Processor
+	p *enforce.Processor
 }
 
-// code maps a denial cause to the AuthorizationError code the gateway renders: tool
-// states and refused methods as PERMISSION_DENIED (-32001), malformed params from the
-// client as INVALID (-32600), everything the processor itself could not decide as
-// UNKNOWN (-32603, an internal error).
-func code(c Cause) pb.AuthorizationError_Code {
-	switch {
-	case c.ToolState(), c == CauseMethod:
+// code maps a denial to the AuthorizationError code the gateway renders: tool states and
+// refused methods as PERMISSION_DENIED (-32001), malformed params from the client as
+// INVALID (-32600), everything the processor itself could not decide as UNKNOWN (-32603,
+// an internal error) — the codes enforce.Decision.RPCCode gives the other points.
+func code(d enforce.Decision) pb.AuthorizationError_Code {
+	switch d.RPCCode() {
+	case -32001:
 		return pb.AuthorizationError_PERMISSION_DENIED
-	case c == CauseMalformed:
+	case -32600:
 		return pb.AuthorizationError_INVALID
 	default:
 		return pb.AuthorizationError_UNKNOWN
 	}
 }
 
-func authzError(d Decision) *pb.AuthorizationError {
-	return &pb.AuthorizationError{Code: code(d.Cause), Reason: d.Reason}
+func authzError(d enforce.Decision) *pb.AuthorizationError {
+	return &pb.AuthorizationError{Code: code(d), Reason: d.Reason}
 }
+
+// internalError is the denial of a panic in the translation itself.
+var internalError = &pb.AuthorizationError{Code: pb.AuthorizationError_UNKNOWN, Reason: "toolwarrant: internal error while deciding; denied"}
 
 // CheckRequest decides the request phase: tools/call is gated; the request phase of
 // tools/list passes (its response is what gets filtered); any other method is denied.
 func (h *handler) CheckRequest(ctx context.Context, req *pb.McpRequest) (res *pb.McpRequestResult, _ error) {
-	start := time.Now()
-	meth := methodOther
-	var d Decision
 	defer func() {
 		if r := recover(); r != nil {
-			d = h.recovered(ctx, "CheckRequest", req.GetMethod(), r)
-			res = &pb.McpRequestResult{Result: &pb.McpRequestResult_Error{Error: authzError(d)}}
+			h.recovered(ctx, "CheckRequest", r)
+			res = &pb.McpRequestResult{Result: &pb.McpRequestResult_Error{Error: internalError}}
 		}
-		h.p.metrics.decided(meth, d, time.Since(start))
-		h.logDecision(ctx, "CheckRequest", req.GetMethod(), req.GetServiceNames(), d)
 	}()
-	ctx, cancel := context.WithTimeout(ctx, h.p.cfg.DecisionTimeout)
-	defer cancel()
-	if hook := h.p.hook.Load(); hook != nil {
-		(*hook)(ctx, req.GetMethod())
-	}
-	switch req.GetMethod() {
-	case "tools/call":
-		meth = methodToolsCall
-		d = h.p.CallTool(ctx, req.GetServiceNames(), req.McpRequest)
-	case "tools/list":
-		meth = methodToolsList
-		d = Decision{Outcome: OutcomePass}
-	default:
-		d = deny(CauseMethod, "method %q is not decided by this processor; denied (configure only tools/list: response and tools/call: request)", clip(req.GetMethod()))
-	}
-	if d.Outcome != OutcomeDeny && ctx.Err() != nil {
-		d = deny(CauseDeadline, "the decision did not finish in time; denied")
-	}
-	if d.Outcome == OutcomeDeny {
+	d := h.p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: req.GetMethod(), Services: req.GetServiceNames(), Body: req.McpRequest})
+	if d.Outcome == enforce.OutcomeDeny {
 		return &pb.McpRequestResult{Result: &pb.McpRequestResult_Error{Error: authzError(d)}}, nil
 	}
 	return &pb.McpRequestResult{Result: &pb.McpRequestResult_Pass{Pass: &pb.Pass{}}}, nil
@@ -92,57 +74,26 @@ func (h *handler) CheckRequest(ctx context.Context, req *pb.McpRequest) (res *pb
 // CheckResponse decides the response phase: a tools/list result is filtered; the result
 // of a tools/call (already gated on its request) passes; any other method is denied.
 func (h *handler) CheckResponse(ctx context.Context, req *pb.McpResponse) (res *pb.McpResponseResult, _ error) {
-	start := time.Now()
-	meth := methodOther
-	var d Decision
 	defer func() {
 		if r := recover(); r != nil {
-			d = h.recovered(ctx, "CheckResponse", req.GetMethod(), r)
-			res = &pb.McpResponseResult{Result: &pb.McpResponseResult_Error{Error: authzError(d)}}
+			h.recovered(ctx, "CheckResponse", r)
+			res = &pb.McpResponseResult{Result: &pb.McpResponseResult_Error{Error: internalError}}
 		}
-		h.p.metrics.decided(meth, d, time.Since(start))
-		h.logDecision(ctx, "CheckResponse", req.GetMethod(), req.GetServiceNames(), d)
 	}()
-	ctx, cancel := context.WithTimeout(ctx, h.p.cfg.DecisionTimeout)
-	defer cancel()
-	if hook := h.p.hook.Load(); hook != nil {
-		(*hook)(ctx, req.GetMethod())
-	}
-	switch req.GetMethod() {
-	case "tools/list":
-		meth = methodToolsList
-		d = h.p.ListTools(ctx, req.GetServiceNames(), req.GetMcpResponse())
-	case "tools/call":
-		meth = methodToolsCall
-		d = Decision{Outcome: OutcomePass}
-	default:
-		d = deny(CauseMethod, "method %q is not decided by this processor; denied (configure only tools/list: response and tools/call: request)", clip(req.GetMethod()))
-	}
-	if d.Outcome != OutcomeDeny && ctx.Err() != nil {
-		d = deny(CauseDeadline, "the decision did not finish in time; denied")
-	}
+	d := h.p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: req.GetMethod(), Services: req.GetServiceNames(), Body: req.GetMcpResponse()})
 	switch d.Outcome {
-	case OutcomeDeny:
+	case enforce.OutcomeDeny:
 		return &pb.McpResponseResult{Result: &pb.McpResponseResult_Error{Error: authzError(d)}}, nil
-	case OutcomeMutated:
+	case enforce.OutcomeMutated:
 		return &pb.McpResponseResult{Result: &pb.McpResponseResult_Mutated{Mutated: d.Mutated}}, nil
 	default:
 		return &pb.McpResponseResult{Result: &pb.McpResponseResult_Pass{Pass: &pb.Pass{}}}, nil
 	}
 }
 
-func (h *handler) recovered(ctx context.Context, rpc, method string, r any) Decision {
-	h.p.log.ErrorContext(ctx, "extmcp: handler panicked; denied", slog.String("rpc", rpc), slog.String("method", method),
+func (h *handler) recovered(ctx context.Context, rpc string, r any) {
+	h.p.Logger().ErrorContext(ctx, "extmcp: handler panicked; denied", slog.String("rpc", rpc),
 		slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
-	return deny(CausePanic, "internal error while deciding; denied")
-}
-
-func (h *handler) logDecision(ctx context.Context, rpc, method string, services []string, d Decision) {
-	if !h.p.log.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	h.p.log.DebugContext(ctx, "extmcp: decision", slog.String("rpc", rpc), slog.String("method", method), slog.Any("services", services),
-		slog.String("outcome", d.Outcome.String()), slog.String("cause", d.Cause.String()), slog.Int("dropped", d.Dropped))
 }
 
 // ServeOptions configures [Serve].
@@ -157,8 +108,9 @@ type ServeOptions struct {
 // NewGRPCServer returns a gRPC server with the ExtMcp service of p and the
 // grpc.health.v1 service registered, and the health server, whose status the caller (or
 // [Serve]) keeps current with [UpdateHealth].
-func NewGRPCServer(p *Processor) (*grpc.Server, *health.Server) {
-	s := grpc.NewServer(ServerOptions(p.cfg.MaxMessageBytes, p.cfg.MaxReplyBytes)...)
+func NewGRPCServer(p *enforce.Processor) (*grpc.Server, *health.Server) {
+	cfg := p.Config()
+	s := grpc.NewServer(ServerOptions(cfg.MaxMessageBytes, cfg.MaxReplyBytes)...)
 	pb.RegisterExtMcpServer(s, &handler{p: p})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
@@ -184,7 +136,7 @@ func ServerOptions(maxMessageBytes, maxReplyBytes int) []grpc.ServerOption {
 var bufferPool mem.BufferPool = &tieredPool{}
 
 // UpdateHealth sets SERVING while every server has fresh approvals, NOT_SERVING otherwise.
-func UpdateHealth(p *Processor, hs *health.Server) {
+func UpdateHealth(p *enforce.Processor, hs *health.Server) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
 	if p.Fresh() {
 		st = healthpb.HealthCheckResponse_SERVING
@@ -196,7 +148,7 @@ func UpdateHealth(p *Processor, hs *health.Server) {
 // Serve starts p, serves ExtMcp and health on lis until ctx ends, then shuts down
 // gracefully: health goes NOT_SERVING, in-flight RPCs get ShutdownGrace to finish, the
 // recorder writes what is queued. It returns nil after a shutdown that ctx asked for.
-func Serve(ctx context.Context, lis net.Listener, p *Processor, opts ServeOptions) error {
+func Serve(ctx context.Context, lis net.Listener, p *enforce.Processor, opts ServeOptions) error {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 5 * time.Second
 	}
@@ -207,7 +159,7 @@ func Serve(ctx context.Context, lis net.Listener, p *Processor, opts ServeOption
 	s, hs := NewGRPCServer(p)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(lis) }()
-	p.log.InfoContext(ctx, "extmcp: serving", slog.String("addr", lis.Addr().String()))
+	p.Logger().InfoContext(ctx, "extmcp: serving", slog.String("addr", lis.Addr().String()))
 	t := time.NewTicker(opts.HealthInterval)
 	defer t.Stop()
 	var serveErr error
@@ -234,7 +186,7 @@ loop:
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
 	defer cancel()
 	p.Close(cctx)
-	p.log.InfoContext(cctx, "extmcp: stopped")
+	p.Logger().InfoContext(cctx, "extmcp: stopped")
 	if serveErr != nil && !errors.Is(serveErr, grpc.ErrServerStopped) {
 		return fmt.Errorf("extmcp: serve: %w", serveErr)
 	}

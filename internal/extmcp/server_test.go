@@ -12,18 +12,20 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 )
 
 // everythingProcessor serves server-everything's captured listing with echo approved.
-func everythingProcessor(t *testing.T, mod func(*Config)) (*testProcessor, []byte, *gateway) {
+func everythingProcessor(t *testing.T, mod func(*enforce.Config)) (*testProcessor, []byte, *gateway) {
 	t.Helper()
 	result, tools := everything(t)
 	src := newMemSource()
 	for _, raw := range tools {
-		src.set("everything", toolNameOf(t, raw), ToolEvidence{Crawled: liveDigest(t, raw)})
+		src.set("everything", toolNameOf(t, raw), enforce.ToolEvidence{Crawled: liveDigest(t, raw)})
 	}
 	echo := liveDigest(t, tools[0])
-	src.set("everything", "echo", ToolEvidence{Approved: echo, Crawled: echo})
+	src.set("everything", "echo", enforce.ToolEvidence{Approved: echo, Crawled: echo})
 	tp := newTestProcessor(t, src, []string{"everything"}, mod)
 	return tp, result, startServer(t, tp.Processor)
 }
@@ -102,11 +104,11 @@ func TestFailClosedMatrix(t *testing.T) {
 		}
 	})
 	t.Run("oversized reply", func(t *testing.T) {
-		_, result, gw := everythingProcessor(t, func(c *Config) { c.MaxReplyBytes = 200 })
+		_, result, gw := everythingProcessor(t, func(c *enforce.Config) { c.MaxReplyBytes = 200 })
 		wantDenied(t, renderResponse(gw.listResponse(t.Context(), []string{"everything"}, result)), -32603, "reply bound")
 	})
 	t.Run("oversized message", func(t *testing.T) {
-		_, _, gw := everythingProcessor(t, func(c *Config) { c.MaxMessageBytes = 1 << 10 })
+		_, _, gw := everythingProcessor(t, func(c *enforce.Config) { c.MaxMessageBytes = 1 << 10 })
 		big := []byte(`{"tools":[],"x":"` + strings.Repeat("a", 2<<10) + `"}`)
 		wantDenied(t, renderResponse(gw.listResponse(t.Context(), []string{"everything"}, big)), -32603, "over the 1024-byte bound")
 		huge := []byte(`{"tools":[],"x":"` + strings.Repeat("a", 200<<10) + `"}`)
@@ -121,14 +123,14 @@ func TestFailClosedMatrix(t *testing.T) {
 		tp.setHook(func(context.Context, string) { panic("boom") })
 		wantDenied(t, renderResponse(gw.listResponse(t.Context(), []string{"everything"}, result)), -32603, "internal error")
 		wantDenied(t, renderRequest(gw.callRequest(t.Context(), "everything", callEcho)), -32603, "internal error")
-		tp.hook.Store(nil)
+		tp.SetDecisionHook(nil)
 		if r := renderRequest(gw.callRequest(t.Context(), "everything", callEcho)); !r.denied() {
 			// echo has not been listed in this processor yet: unlisted, still a denial.
 			t.Fatal("unlisted call passed")
 		}
 	})
 	t.Run("decision past its deadline", func(t *testing.T) {
-		tp, result, gw := everythingProcessor(t, func(c *Config) { c.DecisionTimeout = 50 * time.Millisecond })
+		tp, result, gw := everythingProcessor(t, func(c *enforce.Config) { c.DecisionTimeout = 50 * time.Millisecond })
 		tp.setHook(func(ctx context.Context, _ string) { <-ctx.Done() })
 		wantDenied(t, renderResponse(gw.listResponse(t.Context(), []string{"everything"}, result)), -32603, "did not finish in time")
 		wantDenied(t, renderRequest(gw.callRequest(t.Context(), "everything", callEcho)), -32603, "did not finish in time")

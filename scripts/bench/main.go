@@ -42,12 +42,12 @@ type spec struct {
 var specs = map[string]spec{}
 
 func init() {
-	list := "go test -run '^$' -bench 'ListTools/%s/%s$' ./internal/extmcp/"
+	list := "go test -run '^$' -bench 'ListTools/%s/%s$' ./internal/enforce/"
 	for _, n := range []string{"10", "100", "1000"} {
 		specs["extmcp-list-"+n] = spec{"ExtMcp tools/list decision, " + n + " tools, warm (a repeat listing: the decision memo)", "SHA-256 of the same result bytes, µs", fmt.Sprintf(list, n, "warm")}
 		specs["extmcp-list-"+n+"-nomemo"] = spec{"the same, memo off (every tool's digest found by its raw bytes)", "SHA-256 of the same result bytes, µs", fmt.Sprintf(list, n, "digest-cache")}
 	}
-	specs["extmcp-call"] = spec{"ExtMcp tools/call decision", "—", "go test -run '^$' -bench 'CallTool$' ./internal/extmcp/"}
+	specs["extmcp-call"] = spec{"ExtMcp tools/call decision", "—", "go test -run '^$' -bench 'CallTool$' ./internal/enforce/"}
 	load := "go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 1"
 	specs["grpc-list-p99-2000"] = spec{"tools/list over loopback gRPC at 2,000 req/s, p99 from each request's scheduled start, generator in its own process, the processor at GOMAXPROCS=1 as the ECS task runs it", "the same load against a no-op server of the same shape (calibration), ms", load}
 	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process, GOMAXPROCS=1", "the same load against the no-op server (calibration), ms", load}
@@ -159,7 +159,7 @@ func runAll(count int) ([]Figure, error) {
 	}
 	c := "-count=" + strconv.Itoa(count)
 
-	ex, err := goBench(nil, "-bench", "ListTools/(10|100|1000)/(warm|digest-cache)$|CallTool$", c, "./internal/extmcp/")
+	ex, err := goBench(nil, "-bench", "ListTools/(10|100|1000)/(warm|digest-cache)$|CallTool$", c, "./internal/enforce/")
 	if err != nil {
 		return nil, err
 	}

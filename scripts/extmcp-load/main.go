@@ -42,6 +42,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/extmcp/pb"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -80,19 +81,19 @@ func main() {
 }
 
 // memSource serves a fixed snapshot.
-type memSource struct{ snap extmcp.Snapshot }
+type memSource struct{ snap enforce.Snapshot }
 
-func (m memSource) Snapshot(_ context.Context, server string) (extmcp.Snapshot, error) {
+func (m memSource) Snapshot(_ context.Context, server string) (enforce.Snapshot, error) {
 	if server != m.snap.Server {
-		return extmcp.Snapshot{}, extmcp.ErrUnknownServer
+		return enforce.Snapshot{}, enforce.ErrUnknownServer
 	}
 	return m.snap, nil
 }
 
 // listing returns a 100-tool tools/list result (~600 bytes a tool) and its evidence, with
 // every tenth tool unapproved.
-func listing(server string) ([]byte, extmcp.Snapshot, error) {
-	snap := extmcp.Snapshot{Server: server, Tools: map[string]extmcp.ToolEvidence{}}
+func listing(server string) ([]byte, enforce.Snapshot, error) {
+	snap := enforce.Snapshot{Server: server, Tools: map[string]enforce.ToolEvidence{}}
 	var tools []string
 	for i := range 100 {
 		raw := fmt.Sprintf(`{"name":"tool_%03d","title":"Tool %d","description":"Does thing number %d with care; returns a structured result and never writes outside its sandbox.",`+
@@ -103,7 +104,7 @@ func listing(server string) ([]byte, extmcp.Snapshot, error) {
 		if err != nil {
 			return nil, snap, err
 		}
-		ev := extmcp.ToolEvidence{Crawled: string(d)}
+		ev := enforce.ToolEvidence{Crawled: string(d)}
 		if i%10 != 9 {
 			ev.Approved = string(d)
 		}
@@ -122,7 +123,7 @@ func serveChild(kind, server string) error {
 	if err != nil {
 		return err
 	}
-	p, err := extmcp.New(extmcp.Config{Servers: []string{server}, Source: memSource{snap}})
+	p, err := enforce.New(enforce.Config{Servers: []string{server}, Source: memSource{snap}})
 	if err != nil {
 		return err
 	}
@@ -143,12 +144,12 @@ func serveChild(kind, server string) error {
 	case "noop":
 		// The answers the processor would give, computed once: same sizes on the wire.
 		p.Start(ctx)
-		d := p.ListTools(ctx, []string{server}, result)
+		d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{server}, Body: result})
 		p.Close(ctx)
-		if d.Outcome != extmcp.OutcomeMutated {
+		if d.Outcome != enforce.OutcomeMutated {
 			return fmt.Errorf("noop: the listing was not filtered: %s", d.Reason)
 		}
-		s := grpc.NewServer(extmcp.ServerOptions(extmcp.DefaultMaxMessageBytes, extmcp.DefaultMaxReplyBytes)...)
+		s := grpc.NewServer(extmcp.ServerOptions(enforce.DefaultMaxMessageBytes, enforce.DefaultMaxReplyBytes)...)
 		pb.RegisterExtMcpServer(s, noop{mutated: d.Mutated})
 		go func() { <-ctx.Done(); s.Stop() }()
 		if err := s.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {

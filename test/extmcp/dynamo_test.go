@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
-	"github.com/agentgate-dev/agentgate/internal/extmcp"
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -112,7 +112,7 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 	// The processor runs as its ECS task role: infra/ecs's policy, assumed.
 	calls, s3calls := awstest.NewCalls(), awstest.NewCalls()
 	reader := openCatalog(t, taskRole(t, table, bucket).Config(t), table, bucket, calls, s3calls)
-	p, err := extmcp.New(extmcp.Config{Servers: []string{"wx", "big"}, Source: extmcp.CatalogSource{Catalog: reader}, Refresh: time.Hour, Staleness: time.Hour})
+	p, err := enforce.New(enforce.Config{Servers: []string{"wx", "big"}, Source: enforce.CatalogSource{Catalog: reader}, Refresh: time.Hour, Staleness: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +121,14 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 	if !p.Fresh() {
 		t.Fatal("the processor could not read the DynamoDB catalog")
 	}
-	got := p.ListTools(ctx, []string{"wx"}, []byte(`{"tools":[`+v1+`,`+alerts+`]}`))
-	if got.Outcome != extmcp.OutcomeMutated || string(got.Mutated) != `{"tools":[`+v1+`]}` {
+	got := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{"wx"}, Body: []byte(`{"tools":[`+v1+`,`+alerts+`]}`)})
+	if got.Outcome != enforce.OutcomeMutated || string(got.Mutated) != `{"tools":[`+v1+`]}` {
 		t.Fatalf("list: %v %s", got.Outcome, got.Mutated)
 	}
-	if d := p.CallTool(ctx, []string{"wx"}, []byte(`{"name":"get_forecast"}`)); d.Outcome != extmcp.OutcomePass {
+	if d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: "tools/call", Services: []string{"wx"}, Body: []byte(`{"name":"get_forecast"}`)}); d.Outcome != enforce.OutcomePass {
 		t.Errorf("call approved: %s", d.Reason)
 	}
-	if d := p.CallTool(ctx, []string{"wx"}, []byte(`{"name":"get_alerts"}`)); d.Cause != extmcp.CauseUnapproved {
+	if d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: "tools/call", Services: []string{"wx"}, Body: []byte(`{"name":"get_alerts"}`)}); d.Cause != enforce.CauseUnapproved {
 		t.Errorf("call unapproved: %v", d.Cause)
 	}
 
@@ -195,7 +195,7 @@ func TestRefreshReadsOnDynamoDB(t *testing.T) {
 	calls, s3calls := awstest.NewCalls(), awstest.NewCalls()
 	reader := openCatalog(t, taskRole(t, table, bucket).Config(t), table, bucket, calls, s3calls)
 	calls.Take()
-	snap, err := extmcp.CatalogSource{Catalog: reader}.Snapshot(ctx, "s3")
+	snap, err := enforce.CatalogSource{Catalog: reader}.Snapshot(ctx, "s3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestRefreshReadsOnDynamoDB(t *testing.T) {
 	// A server whose index is in the bucket: one GetObject more, and none while the index
 	// has not changed (objects are immutable, so the catalog caches them by key).
 	for i, wantS3 := range []map[string]int{{"GetObject": 1}, {}} {
-		if _, err := (extmcp.CatalogSource{Catalog: reader}).Snapshot(ctx, "big"); err != nil {
+		if _, err := (enforce.CatalogSource{Catalog: reader}).Snapshot(ctx, "big"); err != nil {
 			t.Fatal(err)
 		}
 		if got, s3got := calls.Take(), s3calls.Take(); !maps.Equal(got, map[string]int{"GetItem": 2, "Query": 1}) || !maps.Equal(s3got, wantS3) {
@@ -224,7 +224,7 @@ func TestRefreshReadsOnDynamoDB(t *testing.T) {
 	if want := map[string]int{"GetItem": servers + 1, "Query": 2}; !maps.Equal(got, want) {
 		t.Errorf("Tools of %d servers: calls %v, want %v (servers, approvals, each index once)", servers+1, got, want)
 	}
-	if _, err := (extmcp.CatalogSource{Catalog: reader}).Snapshot(ctx, "nope"); !errors.Is(err, extmcp.ErrUnknownServer) {
+	if _, err := (enforce.CatalogSource{Catalog: reader}).Snapshot(ctx, "nope"); !errors.Is(err, enforce.ErrUnknownServer) {
 		t.Errorf("snapshot of an unknown server: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
 	"github.com/agentgate-dev/agentgate/internal/gatewayconf"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
@@ -43,7 +44,7 @@ type stack struct {
 	obsPath      string
 	config       []byte
 	gatewayURL   string // the client's MCP endpoint through the gateway
-	evidence     *extmcp.EvidenceDoc
+	evidence     *enforce.EvidenceDoc
 }
 
 // crawl lists the upstream directly (never through the gateway), as toolwarrant crawl does.
@@ -67,23 +68,23 @@ func startStack(t *testing.T, server, upstream string, approve ...string) *stack
 	dir := t.TempDir()
 	s := &stack{t: t, server: server, upstream: upstream, evidencePath: filepath.Join(dir, "evidence.json"), obsPath: filepath.Join(dir, "observations.jsonl")}
 	crawled := crawl(t, upstream)
-	es := extmcp.EvidenceServer{Name: server, URL: upstream}
+	es := enforce.EvidenceServer{Name: server, URL: upstream}
 	for name, dg := range crawled {
-		et := extmcp.EvidenceTool{Name: name, Crawled: dg}
+		et := enforce.EvidenceTool{Name: name, Crawled: dg}
 		if slices.Contains(approve, name) {
 			et.Approved = dg
 		}
 		es.Tools = append(es.Tools, et)
 	}
-	s.evidence = &extmcp.EvidenceDoc{Servers: []extmcp.EvidenceServer{es}}
+	s.evidence = &enforce.EvidenceDoc{Servers: []enforce.EvidenceServer{es}}
 	s.writeEvidence()
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := extmcp.New(extmcp.Config{Servers: []string{server}, Source: &extmcp.EvidenceFile{Path: s.evidencePath},
-		Recorder: &extmcp.JSONLRecorder{Path: s.obsPath}, Refresh: refresh, Staleness: 20 * refresh, RecordInterval: 20 * time.Millisecond})
+	p, err := enforce.New(enforce.Config{Servers: []string{server}, Source: &enforce.EvidenceFile{Path: s.evidencePath},
+		Recorder: &enforce.JSONLRecorder{Path: s.obsPath}, Refresh: refresh, Staleness: 20 * refresh, RecordInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

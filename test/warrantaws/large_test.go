@@ -15,7 +15,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
-	"github.com/agentgate-dev/agentgate/internal/extmcp"
+	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
@@ -83,7 +83,7 @@ func TestLargeDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := extmcp.New(extmcp.Config{Servers: []string{"weather"}, Source: extmcp.CatalogSource{Catalog: cat}, Refresh: time.Hour, Staleness: time.Hour})
+	p, err := enforce.New(enforce.Config{Servers: []string{"weather"}, Source: enforce.CatalogSource{Catalog: cat}, Refresh: time.Hour, Staleness: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,17 +91,17 @@ func TestLargeDefinitions(t *testing.T) {
 	defer p.Close(t.Context())
 	// The live listing, all 61 tools: the two approved stay, the 59 others are dropped.
 	listing := []byte(`{"tools":[` + strings.Join(append(defs, string(huge)), ",") + `]}`)
-	got := p.ListTools(ctx, []string{"weather"}, listing)
-	if got.Outcome != extmcp.OutcomeMutated || got.Dropped != 59 || !bytes.Equal(got.Mutated, []byte(`{"tools":[`+defs[0]+`,`+string(huge)+`]}`)) {
+	got := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{"weather"}, Body: listing})
+	if got.Outcome != enforce.OutcomeMutated || got.Dropped != 59 || !bytes.Equal(got.Mutated, []byte(`{"tools":[`+defs[0]+`,`+string(huge)+`]}`)) {
 		t.Errorf("listing: %v, %d dropped; want the 59 unapproved tools dropped and the two approved kept byte for byte", got.Outcome, got.Dropped)
 	}
-	if d := p.CallTool(ctx, []string{"weather"}, []byte(`{"name":"tool_00"}`)); d.Outcome != extmcp.OutcomePass {
+	if d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: "tools/call", Services: []string{"weather"}, Body: []byte(`{"name":"tool_00"}`)}); d.Outcome != enforce.OutcomePass {
 		t.Errorf("call of the approved 73 KB tool: %v %s", d.Outcome, d.Reason)
 	}
-	if d := p.CallTool(ctx, []string{"weather"}, []byte(`{"name":"tool_01"}`)); d.Outcome == extmcp.OutcomePass {
+	if d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: "tools/call", Services: []string{"weather"}, Body: []byte(`{"name":"tool_01"}`)}); d.Outcome == enforce.OutcomePass {
 		t.Error("call of an unapproved tool passed")
 	}
-	if d := p.CallTool(ctx, []string{"weather"}, []byte(`{"name":"huge"}`)); d.Outcome != extmcp.OutcomePass {
+	if d := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseRequest, Method: "tools/call", Services: []string{"weather"}, Body: []byte(`{"name":"huge"}`)}); d.Outcome != enforce.OutcomePass {
 		t.Errorf("call of the approved 2 MB tool: %v %s", d.Outcome, d.Reason)
 	}
 	if rep := verifyAll(t, s.warrant(t, "test", awsapp.WarrantOptions{})); !rep.OK() {

@@ -1,10 +1,12 @@
-package extmcp
+package enforce
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type snapshot struct {
 	at    time.Time
 	// gen is the same for snapshots with equal tools (see snapshotGen).
 	gen uint64
+	// approvals names the approved set the snapshot holds (approvalSet): the revision
+	// decision records are made under.
+	approvals digest
 }
 
 // cacheEntry holds the newest snapshot of one server; readers never take a lock.
@@ -150,7 +155,32 @@ func compile(ctx context.Context, log *slog.Logger, server string, s Snapshot, a
 		}
 		out.tools[name] = ev
 	}
+	out.approvals = approvalSet(out.tools)
 	return out
+}
+
+// approvalSet names an approved set by its content: SHA-256 over the sorted lines
+// "tool SP digest LF" of every tool with an approved digest. Every enforcement point that
+// reads the same approvals computes the same name, so decision records from different
+// replicas and transports can be compared ("under which approvals").
+func approvalSet(tools map[string]evidence) digest {
+	names := make([]string, 0, len(tools))
+	for name, ev := range tools {
+		if ev.hasApproved {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	var line []byte
+	for _, name := range names {
+		line = append(append(line[:0], name...), ' ')
+		line = appendDigest(line, tools[name].approved)
+		h.Write(append(line, '\n'))
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
 }
 
 // run refreshes on every tick until ctx ends.

@@ -1,4 +1,4 @@
-package extmcp
+package enforce
 
 import (
 	"context"
@@ -96,8 +96,27 @@ type Decision struct {
 	// error message: it names only the tool asked about (or no tool at all).
 	Cause  Cause
 	Reason string
-	// Dropped is how many listed tools a tools/list decision removed.
+	// Dropped is how many listed tools a tools/list decision removed (with Shadow, would
+	// have removed).
 	Dropped int
+	// Tool is the tool a tools/call named ("" for other decisions, or when the params
+	// named none).
+	Tool string
+	// Shadow reports a decision made in shadow mode ([Config.Shadow]) that would have
+	// denied or filtered: Outcome is then OutcomePass, and Would, Cause, Reason and
+	// Dropped say what enforcement would have done.
+	Shadow bool
+	// Would is the outcome the rules reached: Outcome itself, except in shadow mode.
+	Would Outcome
+
+	// For the decision records: the server and snapshot a tools/call was decided on, and
+	// the live digest it judged (the last listed, or the last crawled).
+	srv     *server
+	snap    *snapshot
+	live    digest
+	hasLive bool
+	// recorded: the decision is already in the tally (a tools/list decided tool by tool).
+	recorded bool
 }
 
 func deny(c Cause, format string, a ...any) Decision {
@@ -128,12 +147,13 @@ type server struct {
 
 const maxReported = 100_000
 
-// ListTools decides a tools/list result (the response phase): it returns OutcomeMutated
+// decideList decides a tools/list result (the response phase): it returns OutcomeMutated
 // with the same JSON minus every tool whose live digest is not the approved digest,
 // OutcomePass when nothing is dropped, and OutcomeDeny when it cannot decide. services
 // are the gateway's service_names; with more than one, tool names carry the gateway's
-// "<target>_" prefix, which is removed before digesting.
-func (p *Processor) ListTools(ctx context.Context, services []string, result []byte) Decision {
+// "<target>_" prefix, which is removed before digesting. Each listed tool's outcome is
+// tallied for the decision records (on a memoized listing, one atomic add).
+func (p *Processor) decideList(ctx context.Context, services []string, result []byte) Decision {
 	if len(result) > p.cfg.MaxMessageBytes {
 		return deny(CauseOversized, "the tools/list result is %d bytes, over the %d-byte bound; denied", len(result), p.cfg.MaxMessageBytes)
 	}
@@ -158,9 +178,12 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 	sc := p.scratch.Get().(*listScratch)
 	defer sc.release(&p.scratch)
 	d, drops, ok := p.listTools(ctx, srvs, snaps, result, sc)
-	if ok && p.memo != nil {
-		p.memo.put(h, result, srvs, snaps, slices.Clone(sc.versions), d, drops)
+	d.recorded = true
+	shape := p.tally.shapeOf(srvs, snaps, sc.items, d)
+	if ok && p.memo != nil && p.memo.put(h, result, srvs, snaps, slices.Clone(sc.versions), d, drops, shape) {
+		return d // the memo entry counted this decision on its shape
 	}
+	p.tally.addShape(shape)
 	return d
 }
 
@@ -345,7 +368,7 @@ type listedTool struct {
 func (p *Processor) digestTool(srvs []*server, raw []byte, el span, buf *[]byte) listedTool {
 	it := listedTool{el: el, srv: -1, kind: ObservedRefused}
 	var s *server
-	muxed := len(srvs) > 1
+	muxed := len(srvs) > 1 || p.cfg.Naming == NamingPrefixed
 	var nameTok span
 	if !muxed {
 		s, it.srv = srvs[0], 0
@@ -369,7 +392,7 @@ func (p *Processor) digestTool(srvs []*server, raw []byte, el span, buf *[]byte)
 	if muxed {
 		it.srv, it.tool = attribute(srvs, name)
 		if it.srv < 0 {
-			it.refused = "the name carries no prefix of a target in service_names"
+			it.refused = "the name carries no prefix of a served target"
 			return it
 		}
 		s = srvs[it.srv]
@@ -578,10 +601,11 @@ func (p *Processor) staleDenial(server string) Decision {
 	return deny(CauseStale, "cannot decide for target %q: its approvals have not been read yet; denied", server)
 }
 
-// CallTool decides a tools/call request: OutcomePass only if the tool's last listing seen
-// by this processor and the server's last crawl both saw exactly the approved digest.
-func (p *Processor) CallTool(ctx context.Context, services []string, params []byte) Decision {
-	if len(services) != 1 {
+// decideCall decides a tools/call request: OutcomePass only if the tool's last listing seen
+// by this processor and the server's last crawl both saw exactly the approved digest
+// (with Config.Stateless, the last crawl alone).
+func (p *Processor) decideCall(ctx context.Context, services []string, params []byte) Decision {
+	if len(services) != 1 && p.cfg.Naming != NamingPrefixed {
 		return deny(CauseServer, "a tools/call must name exactly one target (service_names has %d); denied", len(services))
 	}
 	if len(params) > p.cfg.MaxMessageBytes {
@@ -604,6 +628,22 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 		return deny(CauseDeadline, "the tools/call decision did not finish in time; denied")
 	}
 	s, snap := srvs[0], snaps[0]
+	if p.cfg.Naming == NamingPrefixed {
+		i, tool := attribute(srvs, name)
+		if i < 0 {
+			d = deny(CauseUnknown, "tool %q carries no prefix of a served target (TARGET%sTOOL); denied", clip(name), p.cfg.Separator)
+			d.Tool = name
+			return d
+		}
+		s, snap, name = srvs[i], snaps[i], tool
+	}
+	d = p.callVerdict(s, snap, name)
+	d.Tool, d.srv, d.snap = name, s, snap
+	return d
+}
+
+// callVerdict is decideCall's rule once the call names a tool of a fresh server.
+func (p *Processor) callVerdict(s *server, snap *snapshot, name string) Decision {
 	ev, known := snap.tools[name]
 	switch {
 	case !known:
@@ -611,18 +651,25 @@ func (p *Processor) CallTool(ctx context.Context, services []string, params []by
 	case !ev.hasApproved:
 		return deny(CauseUnapproved, "tool %q is unapproved (no approved definition); denied until a person approves it", clip(name))
 	case !ev.hasCrawled || ev.crawled != ev.approved:
-		return deny(CauseDrifted, "tool %q has drifted (the last crawl did not see the approved definition); denied until it is re-approved, rejected or rolled back", clip(name))
+		d := deny(CauseDrifted, "tool %q has drifted (the last crawl did not see the approved definition); denied until it is re-approved, rejected or rolled back", clip(name))
+		d.live, d.hasLive = ev.crawled, ev.hasCrawled
+		return d
+	}
+	if p.cfg.Stateless {
+		return Decision{Outcome: OutcomePass, live: ev.approved, hasLive: true}
 	}
 	s.mu.Lock()
 	l, seen := s.listing[name]
 	s.mu.Unlock()
 	switch {
 	case !seen:
-		return deny(CauseUnlisted, "tool %q has not been listed through this gateway since the processor started; list tools, then call again", clip(name))
+		return deny(CauseUnlisted, "tool %q has not been listed through this %s since it started; list tools, then call again", clip(name), p.cfg.pointNoun())
 	case !l.ok || l.d != ev.approved:
-		return deny(CauseDrifted, "tool %q has drifted (the gateway last listed another definition than the approved one); denied until it is re-approved, rejected or rolled back", clip(name))
+		d := deny(CauseDrifted, "tool %q has drifted (the %s last listed another definition than the approved one); denied until it is re-approved, rejected or rolled back", clip(name), p.cfg.pointNoun())
+		d.live, d.hasLive = l.d, l.ok
+		return d
 	}
-	return Decision{Outcome: OutcomePass}
+	return Decision{Outcome: OutcomePass, live: l.d, hasLive: true}
 }
 
 // clip bounds a client-supplied name in a reason.

@@ -1,4 +1,4 @@
-package extmcp
+package enforce
 
 import "sync"
 

@@ -1,4 +1,4 @@
-package extmcp
+package enforce
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ type listingMemo struct {
 	next     int // clock hand: the entry replaced next when full
 	bytes    int
 	maxBytes int
+	tally    *tally
 }
 
 // maxMemoEntries bounds the entries (each is also bounded by bytes): listings differ per
@@ -38,17 +39,21 @@ type memoEntry struct {
 	versions []uint64
 	d        Decision
 	drops    [len(observationKinds)]uint32
+	// shape tallies every decision this entry makes, for the decision records.
+	shape *listShape
 }
 
-func newListingMemo(maxBytes int) *listingMemo {
+func newListingMemo(maxBytes int, t *tally) *listingMemo {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &listingMemo{seed: maphash.MakeSeed(), maxBytes: maxBytes}
+	return &listingMemo{seed: maphash.MakeSeed(), maxBytes: maxBytes, tally: t}
 }
 
 // get returns the memoized decision for result decided for srvs with snaps, if every
-// server's snapshot generation and state version are still the ones the entry recorded.
+// server's snapshot generation and state version are still the ones the entry recorded,
+// and counts it on the entry's shape (under the read lock, so that an entry evicted under
+// the write lock is counted no more: see listShape).
 func (m *listingMemo) get(h uint64, result []byte, srvs []*server, snaps []*snapshot) (*memoEntry, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -64,21 +69,25 @@ func (m *listingMemo) get(h uint64, result []byte, srvs []*server, snaps []*snap
 			}
 		}
 		if same && bytes.Equal(e.result, result) {
+			if e.shape != nil {
+				e.shape.n.Add(1)
+			}
 			return e, true
 		}
 	}
 	return nil, false
 }
 
-// put remembers a decision (pass or mutated only). versions are the servers' state
-// versions right after the decision applied its side effects.
-func (m *listingMemo) put(h uint64, result []byte, srvs []*server, snaps []*snapshot, versions []uint64, d Decision, drops [len(observationKinds)]uint32) {
+// put remembers a decision (pass or mutated only) and reports whether it did: it then
+// holds shape, registered with the tally and counted once for this decision. versions
+// are the servers' state versions right after the decision applied its side effects.
+func (m *listingMemo) put(h uint64, result []byte, srvs []*server, snaps []*snapshot, versions []uint64, d Decision, drops [len(observationKinds)]uint32, shape *listShape) bool {
 	size := len(result) + len(d.Mutated)
 	if size > m.maxBytes/4 {
-		return
+		return false
 	}
 	e := &memoEntry{hash: h, result: bytes.Clone(result), srvs: append([]*server(nil), srvs...),
-		gens: make([]uint64, len(snaps)), versions: versions, d: d, drops: drops}
+		gens: make([]uint64, len(snaps)), versions: versions, d: d, drops: drops, shape: shape}
 	for i, s := range snaps {
 		e.gens[i] = s.gen
 	}
@@ -89,10 +98,18 @@ func (m *listingMemo) put(h uint64, result []byte, srvs []*server, snaps []*snap
 		old := m.entries[m.next]
 		m.bytes -= len(old.result) + len(old.d.Mutated)
 		m.entries = append(m.entries[:m.next], m.entries[m.next+1:]...)
+		if old.shape != nil {
+			old.shape.evicted.Store(true)
+		}
+	}
+	if shape != nil {
+		shape.n.Add(1)
+		m.tally.register(shape)
 	}
 	m.entries = append(m.entries, e)
 	m.bytes += size
 	m.next++
+	return true
 }
 
 // snapshotGen numbers snapshot contents: a refresh that reads the same evidence keeps

@@ -1,4 +1,4 @@
-package extmcp
+package enforce
 
 import (
 	"errors"
@@ -48,6 +48,10 @@ type Metrics struct {
 	obsRecorded    atomic.Uint64
 	obsDropped     atomic.Uint64
 	recordFailures atomic.Uint64
+	// The decision records' writer counts here.
+	decisionRecords        atomic.Uint64
+	decisionRecordFailures atomic.Uint64
+	shadow                 prometheus.Gauge
 }
 
 // newMetrics registers every metric; c, when not nil, adds each server's snapshot age and
@@ -82,7 +86,12 @@ func newMetrics(c *cache) (*Metrics, error) {
 		count("toolwarrant_extmcp_observations_recorded_total", "Observations written to the recorder.", &m.obsRecorded, nil),
 		count("toolwarrant_extmcp_observations_dropped_total", "Observations lost: queue full, or recording failed twice.", &m.obsDropped, nil),
 		count("toolwarrant_extmcp_record_failures_total", "Failed recorder writes.", &m.recordFailures, nil),
+		count("toolwarrant_extmcp_decision_records_total", "Decision records written to the audit log.", &m.decisionRecords, nil),
+		count("toolwarrant_extmcp_decision_record_failures_total", "Failed writes of decision records (kept for the next window).", &m.decisionRecordFailures, nil),
 	}
+	m.shadow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolwarrant_extmcp_shadow",
+		Help: "1 in shadow mode: decisions are counted with the outcome the rules reached, and nothing is filtered or denied."})
+	cs = append(cs, m.shadow)
 	if c != nil {
 		for name, e := range c.entries {
 			server := prometheus.Labels{"server": name}
@@ -108,9 +117,15 @@ func newMetrics(c *cache) (*Metrics, error) {
 	return m, nil
 }
 
+// decided counts a decision by the outcome the rules reached (in shadow mode, what would
+// have been done).
 func (m *Metrics) decided(meth method, d Decision, took time.Duration) {
-	m.decisions[meth][d.Outcome].Inc()
-	if d.Outcome == OutcomeDeny {
+	o := d.Outcome
+	if d.Shadow {
+		o = d.Would
+	}
+	m.decisions[meth][o].Inc()
+	if o == OutcomeDeny {
 		if c := m.denials[meth][d.Cause]; c != nil {
 			c.Inc()
 		}

@@ -1,10 +1,11 @@
-package extmcp
+package enforce
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,8 @@ const (
 	DefaultRecordBatch      = 256
 	DefaultRecordQueue      = 4096
 	DefaultRecordTimeout    = 10 * time.Second
+	// DefaultRecordEvery is how often decision records are written.
+	DefaultRecordEvery = 60 * time.Second
 )
 
 // Config configures [New]. Zero values take the documented defaults.
@@ -73,6 +76,40 @@ type Config struct {
 	RecordBatch    int
 	RecordQueue    int
 	RecordTimeout  time.Duration
+	// Point names the kind of enforcement point in decision records and denial reasons:
+	// PointExtMcp (the default), PointProxy or PointAgentCore.
+	Point string
+	// Instance names this process in decision records. Default: host name and process id.
+	Instance string
+	// Shadow decides as usual, records every decision, and lets everything through: a
+	// rollout's first step ([Decision.Shadow]).
+	Shadow bool
+	// Stateless decides a tools/call on the catalog's evidence alone, without the last
+	// listing this processor saw: for a point whose instances do not see each other's
+	// listings (the interceptor Lambda). The catalog's evidence includes what every
+	// point's recorder wrote, so a drift one instance lists reaches the others within one
+	// refresh.
+	Stateless bool
+	// Decisions receives the decision records: counts per (server, tool, method, live
+	// digest, outcome, cause, approval set), every RecordEvery and on Close. Nil keeps
+	// none (the metrics still count).
+	Decisions DecisionRecorder
+	// RecordEvery is the decision records' window. Default DefaultRecordEvery.
+	RecordEvery time.Duration
+	// Naming says how tool names carry their target. NamingGateway (the default) is
+	// agentgateway's: as the upstream serves them when the message names one target, with
+	// a "<target>_" prefix when it names several. NamingPrefixed is AgentCore Gateway's:
+	// always "<target><Separator><tool>", whatever the message names; a tools/call is then
+	// attributed by its prefix among Services.
+	Naming Naming
+	// Separator joins target and tool under NamingPrefixed. Default "___" (AgentCore's).
+	Separator string
+	// PassMethods passes, undecided, the MCP methods that carry no tool definition
+	// (initialize, ping, notifications, resources, prompts, completion, logging, ...: see
+	// [PassedMethod]), for a point that sees every message (the proxy, the interceptor).
+	// Without it every method but tools/list and tools/call is denied: ExtMcp is
+	// configured to send only those two, and anything else is a misconfiguration.
+	PassMethods bool
 	// Logger receives the processor's logs. Nil discards them.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -81,7 +118,9 @@ type Config struct {
 
 // LogValue shows the effective configuration (it holds no secrets).
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.Any("servers", c.Servers), slog.String("refresh", c.Refresh.String()), slog.String("staleness", c.Staleness.String()),
+	return slog.GroupValue(slog.String("point", c.Point), slog.Bool("shadow", c.Shadow), slog.Bool("stateless", c.Stateless),
+		slog.String("recordEvery", c.RecordEvery.String()), slog.Bool("decisionRecords", c.Decisions != nil),
+		slog.Any("servers", c.Servers), slog.String("refresh", c.Refresh.String()), slog.String("staleness", c.Staleness.String()),
 		slog.String("decisionTimeout", c.DecisionTimeout.String()), slog.Int("maxMessageBytes", c.MaxMessageBytes), slog.Int("maxReplyBytes", c.MaxReplyBytes),
 		slog.Int("digestCacheBytes", c.DigestCacheBytes), slog.Int("listingMemoBytes", c.ListingMemoBytes))
 }
@@ -98,14 +137,17 @@ type Processor struct {
 	now     func() time.Time
 	scratch sync.Pool // *listScratch
 	memo    *listingMemo
+	tally   *tally          // nil without Config.Decisions
+	dw      *decisionWriter // nil without Config.Decisions
 
 	// tick drives the refresh loop; tests replace it to refresh on demand.
 	tick    func() (<-chan time.Time, func())
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	started bool
+	stop     context.CancelFunc
+	stopRecs chan struct{}
+	wg       sync.WaitGroup
+	started  bool
 
-	// hook, when set, runs at the start of every RPC handler (tests inject panics and
+	// hook, when set, runs at the start of every decision (tests inject panics and
 	// delays with it).
 	hook atomic.Pointer[func(ctx context.Context, method string)]
 }
@@ -142,6 +184,20 @@ func New(cfg Config) (*Processor, error) {
 	def(&cfg.DecisionTimeout, DefaultDecisionTimeout)
 	def(&cfg.RecordInterval, DefaultRecordInterval)
 	def(&cfg.RecordTimeout, DefaultRecordTimeout)
+	def(&cfg.RecordEvery, DefaultRecordEvery)
+	if cfg.Point == "" {
+		cfg.Point = PointExtMcp
+	}
+	if cfg.Separator == "" {
+		cfg.Separator = "_"
+		if cfg.Naming == NamingPrefixed {
+			cfg.Separator = "___"
+		}
+	}
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
 	defInt(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
 	defInt(&cfg.MaxReplyBytes, DefaultMaxReplyBytes)
 	defInt(&cfg.DigestCacheBytes, DefaultDigestCacheBytes)
@@ -167,18 +223,30 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Servers = slices.Clone(cfg.Servers)
-	p := &Processor{cfg: cfg, log: cfg.Logger, now: cfg.Now, servers: make(map[string]*server, len(cfg.Servers))}
+	p := &Processor{cfg: cfg, log: cfg.Logger, now: cfg.Now, servers: make(map[string]*server, len(cfg.Servers)), stopRecs: make(chan struct{})}
 	p.scratch.New = newListScratch
-	p.memo = newListingMemo(cfg.ListingMemoBytes)
+	if cfg.Decisions != nil {
+		p.tally = newTally(cfg.Now())
+	}
+	p.memo = newListingMemo(cfg.ListingMemoBytes, p.tally)
 	p.cache = newCache(cfg.Source, cfg.Servers, cfg.Staleness, cfg.LoadTimeout, cfg.Now, cfg.Logger)
 	m, err := newMetrics(p.cache)
 	if err != nil {
 		return nil, fmt.Errorf("extmcp: metrics: %w", err)
 	}
 	p.metrics = m
+	m.shadow.Set(0)
+	if cfg.Shadow {
+		m.shadow.Set(1)
+	}
+	if p.tally != nil {
+		p.dw = &decisionWriter{t: p.tally, rec: cfg.Decisions, point: cfg.Point, instance: cfg.Instance, shadow: cfg.Shadow,
+			timeout: cfg.RecordTimeout, now: cfg.Now, log: cfg.Logger, metrics: m}
+		p.dw.last.Store(cfg.Now().UnixNano())
+	}
 	per := cfg.DigestCacheBytes / (2 * len(cfg.Servers))
 	for _, name := range cfg.Servers {
-		p.servers[name] = &server{name: name, prefix: name + "_", plain: newDigestCache(per), muxed: newDigestCache(per),
+		p.servers[name] = &server{name: name, prefix: name + cfg.Separator, plain: newDigestCache(per), muxed: newDigestCache(per),
 			listing: map[string]listed{}, reported: map[string]string{}}
 	}
 	p.rec = newBatcher(cfg.Recorder, cfg.RecordQueue, cfg.RecordBatch, cfg.RecordInterval, cfg.RecordTimeout, cfg.Logger, p.metrics)
@@ -191,6 +259,9 @@ func New(cfg Config) (*Processor, error) {
 
 // Config returns the effective configuration (defaults applied).
 func (p *Processor) Config() Config { return p.cfg }
+
+// Logger returns the processor's logger.
+func (p *Processor) Logger() *slog.Logger { return p.log }
 
 // Metrics returns the processor's metrics.
 func (p *Processor) Metrics() *Metrics { return p.metrics }
@@ -212,16 +283,27 @@ func (p *Processor) Start(ctx context.Context) {
 	tick, stopTick := p.tick()
 	p.wg.Go(func() { defer stopTick(); p.cache.run(ctx, tick) })
 	p.wg.Go(func() { p.rec.run(ctx) })
+	if p.dw != nil {
+		p.wg.Go(func() { p.dw.run(ctx, p.cfg.RecordEvery, p.stopRecs) })
+	}
 	p.log.InfoContext(ctx, "extmcp: processor started", slog.Any("config", p.cfg), slog.Bool("fresh", p.Fresh()))
 }
 
-// Close stops refreshing and writes the observations still queued, waiting at most
-// until ctx ends.
+// Close stops refreshing, writes the observations still queued and the decision records
+// of the window so far, waiting at most until ctx ends.
 func (p *Processor) Close(ctx context.Context) {
 	if !p.started {
 		return
 	}
 	p.rec.close(ctx)
+	select {
+	case <-p.stopRecs:
+	default:
+		close(p.stopRecs)
+		if p.dw != nil {
+			_ = p.dw.flush(ctx)
+		}
+	}
 	p.stop()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
@@ -229,4 +311,44 @@ func (p *Processor) Close(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// Refresh re-reads every server's approvals now (each read bounded by LoadTimeout) and
+// returns when all are done. The processor also refreshes on its own every Refresh; a
+// transport whose process is frozen between requests (a Lambda) calls RefreshOlder first.
+func (p *Processor) Refresh(ctx context.Context) { p.cache.refresh(ctx) }
+
+// RefreshOlder refreshes now if any server's approvals are older than age (or were never
+// read), and reports whether it did.
+func (p *Processor) RefreshOlder(ctx context.Context, age time.Duration) bool {
+	for name := range p.cache.entries {
+		if a := p.cache.age(name); a < 0 || a > age {
+			p.cache.refresh(ctx)
+			return true
+		}
+	}
+	return false
+}
+
+// Sync writes the queued observations now, and the decision records when a window of
+// RecordEvery has passed since they were last written (or always, with force). It is for
+// a transport whose process is frozen between requests (a Lambda), which calls it before
+// answering; long-running transports need not: the processor writes both on its own.
+func (p *Processor) Sync(ctx context.Context, force bool) error {
+	err := p.rec.sync(ctx)
+	if p.dw != nil && (force || p.dw.due(p.cfg.RecordEvery)) {
+		err = errors.Join(err, p.dw.flush(ctx))
+	}
+	return err
+}
+
+// SetDecisionHook sets a function run at the start of every decision, inside its
+// deadline and its panic recovery (nil removes it). It is for tests of the transports,
+// which inject panics and delays with it; nothing in production sets one.
+func (p *Processor) SetDecisionHook(f func(ctx context.Context, method string)) {
+	if f == nil {
+		p.hook.Store(nil)
+		return
+	}
+	p.hook.Store(&f)
 }

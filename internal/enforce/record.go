@@ -1,8 +1,9 @@
-package extmcp
+package enforce
 
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -20,11 +21,12 @@ type batcher struct {
 	metrics  *Metrics
 	stop     chan struct{}
 	done     chan struct{}
+	syncReq  chan chan error
 }
 
 func newBatcher(rec Recorder, queue, max int, interval, timeout time.Duration, log *slog.Logger, m *Metrics) *batcher {
 	return &batcher{ch: make(chan Observation, queue), rec: rec, interval: interval, max: max, timeout: timeout,
-		log: log, metrics: m, stop: make(chan struct{}), done: make(chan struct{})}
+		log: log, metrics: m, stop: make(chan struct{}), done: make(chan struct{}), syncReq: make(chan chan error)}
 }
 
 func (b *batcher) offer(o Observation) {
@@ -41,6 +43,7 @@ func (b *batcher) run(ctx context.Context) {
 	t := time.NewTicker(b.interval)
 	defer t.Stop()
 	var batch, retry []Observation
+	drain := b.drainInto
 	// flush writes what failed once (retry) with what is new; what fails a second time is
 	// dropped and counted.
 	flush := func() {
@@ -67,21 +70,53 @@ func (b *batcher) run(ctx context.Context) {
 			}
 		case <-t.C:
 			flush()
-		case <-b.stop:
-		drain:
-			for {
-				select {
-				case o := <-b.ch:
-					batch = append(batch, o)
-				default:
-					break drain
-				}
+		case reply := <-b.syncReq:
+			drain(&batch)
+			n := len(batch) + len(retry)
+			flush()
+			var err error
+			if len(retry) > 0 {
+				err = fmt.Errorf("could not record %d of %d observations; they are retried once with the next batch", len(retry), n)
 			}
+			reply <- err
+		case <-b.stop:
+			drain(&batch)
 			flush()
 			flush() // the retry, if the first failed
 			b.metrics.obsDropped.Add(uint64(len(retry)))
 			return
 		}
+	}
+}
+
+// drain moves what is queued into batch.
+func (b *batcher) drainInto(batch *[]Observation) {
+	for {
+		select {
+		case o := <-b.ch:
+			*batch = append(*batch, o)
+		default:
+			return
+		}
+	}
+}
+
+// sync writes what is queued now, in the run loop, and returns when it is written (or
+// ctx ends, or the loop has stopped).
+func (b *batcher) sync(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case b.syncReq <- reply:
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
