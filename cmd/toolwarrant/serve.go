@@ -24,7 +24,6 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/extmcp"
-	"github.com/agentgate-dev/agentgate/internal/logx"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -41,8 +40,10 @@ const blobBucketHelp = "with --store dynamodb:TABLE, the S3 `BUCKET` holding the
 // servers' URLs, from the catalog or from an evidence file.
 type evidenceStore struct {
 	source enforce.Source
-	// recorder receives the processor's observations (nil: none is available).
-	recorder enforce.Recorder
+	// recorder receives the processor's observations and decisions the decision records
+	// (nil: none is available).
+	recorder  enforce.Recorder
+	decisions enforce.DecisionRecorder
 	// servers returns the servers with their URLs and tools.
 	servers func(ctx context.Context) (*enforce.EvidenceDoc, error)
 	close   func()
@@ -101,11 +102,15 @@ func (a *app) openStore(ctx context.Context, cmd *cobra.Command, store string, w
 	st := catalogStore(cat, func() { cat.Close() })
 	if writable {
 		st.recorder = enforce.CatalogRecorder(svc)
+		st.decisions = enforce.CatalogDecisions(svc)
 	}
 	return st, nil
 }
 
-var _ enforce.GatewayObserver = (*warrant.Service)(nil)
+var (
+	_ enforce.GatewayObserver = (*warrant.Service)(nil)
+	_ enforce.DecisionLog     = (*warrant.Service)(nil)
+)
 
 // catalogStore reads approvals, crawl results and server URLs from a catalog port.
 func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
@@ -141,12 +146,10 @@ func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
 
 func newServeCmd(a *app) *cobra.Command {
 	var (
-		servers                    []string
-		listen, metrics, store     string
-		observations, logLevel     string
-		refresh, staleness, decide time.Duration
-		maxMessage, maxReply       int
-		probe                      bool
+		ef                   enforceFlags
+		listen, metrics      string
+		maxMessage, maxReply int
+		probe                bool
 	)
 	c := &cobra.Command{
 		Use:   "serve [--server NAME...]",
@@ -167,14 +170,23 @@ the catalog with its signed audit entry (needs the log key), so 'toolwarrant lis
 DRIFT and PENDING without a crawl; --observations FILE writes JSON lines instead, and the
 catalog is then only read (a read-only mount, no log key: the container). On every
 tools/call it passes only if the last listing it saw and the catalog's last observation
-of the tool (a crawl's, or a gateway record's) both show the approved digest, and otherwise denies with PERMISSION_DENIED naming that tool and its
-state. Anything it cannot decide is denied: approvals older than --staleness, malformed
-JSON, a method it does not decide, an oversized message or reply, a panic, a deadline.
+of the tool (a crawl's, or a gateway record's) both show the approved digest, and
+otherwise denies with PERMISSION_DENIED naming that tool and its state. Anything it cannot
+decide is denied: approvals older than --staleness, malformed JSON, a method it does not
+decide, an oversized message or reply, a panic, a deadline. The rule is the one
+'toolwarrant proxy' and the AgentCore interceptor apply (internal/enforce).
+
+Every decision is counted per server, tool, method, live digest, outcome (allowed,
+filtered, denied) and approval set, and written to the audit log as a signed
+decisions_recorded entry every --record-every and on SIGTERM ('toolwarrant decisions'
+lists them). --shadow decides and records as usual but lets everything through: what
+would have been stopped is recorded as would-deny, for a rollout's first step.
 
 Approvals are held in memory and re-read every --refresh: a re-approval, rejection or
 rollback takes effect within one refresh interval. grpc.health.v1 reports SERVING while
 every server's approvals are fresh. Prometheus metrics are served on --metrics at
-/metrics. SIGTERM drains in-flight calls, then writes the queued observations.
+/metrics. SIGTERM drains in-flight calls, then writes the queued observations and the
+decision records.
 
 --probe checks the health of a processor already running at --listen and exits (for
 container health checks, where distroless images have no shell).` +
@@ -189,29 +201,13 @@ container health checks, where distroless images have no shell).` +
 			if probe {
 				return probeHealth(ctx, a.env.Stdout, listen)
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return cli.Usage(cmd, "--log-level %q: use debug, info, warn or error", logLevel)
-			}
-			log := logx.New(a.env.Stderr, level)
-			// With --observations FILE the catalog is only read.
-			st, err := a.openStore(ctx, cmd, store, observations == "")
+			cfg := enforce.Config{Point: enforce.PointExtMcp, MaxMessageBytes: maxMessage, MaxReplyBytes: maxReply}
+			st, log, err := ef.open(ctx, cmd, a, &cfg)
 			if err != nil {
 				return err
 			}
 			defer st.close()
-			if servers, err = servedServers(ctx, cmd, st, servers); err != nil {
-				return err
-			}
-			rec := st.recorder
-			if observations != "" {
-				rec = &enforce.JSONLRecorder{Path: observations}
-			}
-			if rec == nil {
-				log.WarnContext(ctx, "extmcp: observations are only logged: this store cannot record them; pass --observations FILE to keep them")
-			}
-			p, err := enforce.New(enforce.Config{Servers: servers, Source: st.source, Recorder: rec, Refresh: refresh, Staleness: staleness,
-				DecisionTimeout: decide, MaxMessageBytes: maxMessage, MaxReplyBytes: maxReply, Logger: log})
+			p, err := enforce.New(cfg)
 			if err != nil {
 				return cli.Usage(cmd, "%v", err)
 			}
@@ -232,28 +228,29 @@ container health checks, where distroless images have no shell).` +
 				defer ms.Close()
 				log.InfoContext(ctx, "extmcp: metrics", slog.String("addr", ml.Addr().String()))
 			}
-			fmt.Fprintf(a.env.Stderr, "serving ExtMcp for %s on %s\n", strings.Join(servers, ", "), lis.Addr())
+			fmt.Fprintf(a.env.Stderr, "serving ExtMcp for %s on %s%s\n", strings.Join(cfg.Servers, ", "), lis.Addr(), shadowNote(cfg.Shadow))
 			if err := extmcp.Serve(ctx, lis, p, extmcp.ServeOptions{}); err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
 			return nil
 		},
 	}
+	ef.register(c, a)
 	f := c.Flags()
-	f.StringArrayVar(&servers, "server", nil, "upstream `NAME` to decide for (the gateway target and catalog server name); repeat for several (default: every server in the catalog)")
 	f.StringVar(&listen, "listen", "127.0.0.1:9001", "gRPC listen `ADDRESS` (h2c)")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://`ADDRESS`/metrics (off when empty)")
-	f.StringVar(&store, "store", "catalog", storeHelp)
-	f.StringVar(&a.flagBlobBucket, "blob-bucket", "", blobBucketHelp)
-	f.StringVar(&observations, "observations", "", "append observations (tools listed but not served) as JSON lines to `FILE`")
-	f.DurationVar(&refresh, "refresh", enforce.DefaultRefresh, "re-read approvals this often")
-	f.DurationVar(&staleness, "staleness", enforce.DefaultStaleness, "deny everything when approvals are older than this")
-	f.DurationVar(&decide, "decision-timeout", enforce.DefaultDecisionTimeout, "deny a decision that takes longer")
 	f.IntVar(&maxMessage, "max-message-bytes", enforce.DefaultMaxMessageBytes, "deny messages larger than this")
 	f.IntVar(&maxReply, "max-reply-bytes", enforce.DefaultMaxReplyBytes, "deny instead of replying with more than this (gateways before v1.4.1 refuse replies over 4 MiB)")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr unless it is a terminal)")
 	f.BoolVar(&probe, "probe", false, "check the health of the processor at --listen and exit")
 	return c
+}
+
+// shadowNote is what the start line adds in shadow mode.
+func shadowNote(shadow bool) string {
+	if shadow {
+		return " (shadow mode: nothing is filtered or denied; what would be is recorded as would-deny)"
+	}
+	return ""
 }
 
 // readStore reads the servers and their evidence from --store (opened as by openStore, able

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -85,6 +86,36 @@ func CatalogRecorder(o GatewayObserver) Recorder {
 			}
 			i = j
 		}
+		return nil
+	})
+}
+
+// DecisionLog is what the catalog side provides to keep decision records: append one
+// window to the audit log as signed entries. Implemented by warrant.Service.RecordDecisions.
+type DecisionLog interface {
+	RecordDecisions(ctx context.Context, w warrant.DecisionWindow) error
+}
+
+// CatalogDecisions adapts a [DecisionLog] to [DecisionRecorder].
+func CatalogDecisions(l DecisionLog) DecisionRecorder {
+	return DecisionRecorderFunc(func(ctx context.Context, b DecisionBatch) error {
+		w := warrant.DecisionWindow{Point: b.Point, Instance: b.Instance, Shadow: b.Shadow, From: b.From, To: b.To, Folded: b.Folded,
+			Records: make([]warrant.DecisionCount, len(b.Records))}
+		for i, r := range b.Records {
+			w.Records[i] = warrant.DecisionCount{Server: r.Server, Tool: r.Tool, Method: r.Method, Digest: warrant.Digest(r.Digest),
+				Outcome: string(r.Outcome), Cause: r.Cause, Approvals: warrant.Digest(r.Approvals), Count: r.Count}
+		}
+		return l.RecordDecisions(ctx, w)
+	})
+}
+
+// LogDecisions is a [DecisionRecorder] that writes each window as one log line at info
+// level (records as JSON): where no audit log can take them (a read-only catalog), the
+// container's log keeps them.
+func LogDecisions(log *slog.Logger) DecisionRecorder {
+	return DecisionRecorderFunc(func(ctx context.Context, b DecisionBatch) error {
+		log.InfoContext(ctx, "enforce: decisions", slog.String("point", b.Point), slog.String("instance", b.Instance), slog.Bool("shadow", b.Shadow),
+			slog.Time("from", b.From), slog.Time("to", b.To), slog.Any("records", b.Records), slog.Uint64("folded", b.Folded))
 		return nil
 	})
 }

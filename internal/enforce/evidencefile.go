@@ -159,10 +159,23 @@ func (f *EvidenceFile) Snapshot(ctx context.Context, server string) (Snapshot, e
 }
 
 // JSONLRecorder is a [Recorder] that appends each observation as one JSON line to a file
-// (created 0600): for deployments on the evidence file, where no catalog takes them.
+// (created 0600), and a [DecisionRecorder] that appends each window of decision records as
+// one line {"decisions": {...}}: for deployments on the evidence file or a read-only
+// catalog, where no audit log takes them.
 type JSONLRecorder struct {
 	Path string
 	mu   sync.Mutex
+}
+
+// RecordDecisions appends one window of decision records as one line.
+func (r *JSONLRecorder) RecordDecisions(_ context.Context, b DecisionBatch) error {
+	line, err := json.Marshal(struct {
+		Decisions DecisionBatch `json:"decisions"`
+	}{b})
+	if err != nil {
+		return err
+	}
+	return r.append(append(line, '\n'))
 }
 
 // Record appends the batch.
@@ -184,13 +197,17 @@ func (r *JSONLRecorder) Record(_ context.Context, batch []Observation) error {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
+	return r.append(buf.Bytes())
+}
+
+func (r *JSONLRecorder) append(b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f, err := os.OpenFile(r.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}
