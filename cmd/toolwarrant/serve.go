@@ -46,6 +46,8 @@ type evidenceStore struct {
 	decisions enforce.DecisionRecorder
 	// servers returns the servers with their URLs and tools.
 	servers func(ctx context.Context) (*enforce.EvidenceDoc, error)
+	// catalog is the catalog behind the store (nil for an evidence file).
+	catalog warrant.Catalog
 	close   func()
 }
 
@@ -114,7 +116,7 @@ var (
 
 // catalogStore reads approvals, crawl results and server URLs from a catalog port.
 func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
-	st := &evidenceStore{source: enforce.CatalogSource{Catalog: cat}, close: closeFn}
+	st := &evidenceStore{source: enforce.CatalogSource{Catalog: cat}, close: closeFn, catalog: cat}
 	st.servers = func(ctx context.Context) (*enforce.EvidenceDoc, error) {
 		servers, err := cat.Servers(ctx)
 		if err != nil {

@@ -119,12 +119,12 @@ func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
 		e.failures.Add(1)
 		msg := err.Error()
 		if prev := e.lastErr.Swap(&msg); prev == nil || *prev != msg {
-			c.log.WarnContext(ctx, "extmcp: cannot refresh approvals", slog.String("server", server), slog.String("error", msg))
+			c.log.WarnContext(ctx, "enforce: cannot refresh approvals", slog.String("server", server), slog.String("error", msg))
 		}
 		return
 	}
 	if prev := e.lastErr.Swap(nil); prev != nil {
-		c.log.InfoContext(ctx, "extmcp: approvals readable again", slog.String("server", server))
+		c.log.InfoContext(ctx, "enforce: approvals readable again", slog.String("server", server))
 	}
 	at := started
 	if !s.ReadAt.IsZero() && s.ReadAt.Before(at) {
@@ -147,7 +147,7 @@ func compile(ctx context.Context, log *slog.Logger, server string, s Snapshot, a
 		var ev evidence
 		if t.Approved != "" {
 			if ev.approved, ev.hasApproved = parseDigest(t.Approved); !ev.hasApproved {
-				log.WarnContext(ctx, "extmcp: ignoring a malformed approved digest", slog.String("server", server), slog.String("tool", name))
+				log.WarnContext(ctx, "enforce: ignoring a malformed approved digest", slog.String("server", server), slog.String("tool", name))
 			}
 		}
 		if t.Crawled != "" {

@@ -177,7 +177,7 @@ func (p *Processor) decideList(ctx context.Context, services []string, result []
 	}
 	sc := p.scratch.Get().(*listScratch)
 	defer sc.release(&p.scratch)
-	d, drops, ok := p.listTools(ctx, srvs, snaps, result, sc)
+	d, drops, ok := p.listTools(ctx, srvs, snaps, result, sc, true)
 	d.recorded = true
 	shape := p.tally.shapeOf(srvs, snaps, sc.items, d)
 	if ok && p.memo != nil && p.memo.put(h, result, srvs, snaps, slices.Clone(sc.versions), d, drops, shape) {
@@ -222,7 +222,7 @@ func (sc *listScratch) release(pool *sync.Pool) {
 // once by their brackets, then looked up in the digest cache or canonicalized), then the
 // evidence. ok reports whether the decision may be memoized; drops counts the dropped
 // tools by observation kind; sc.versions holds each server's state version after it.
-func (p *Processor) listTools(ctx context.Context, srvs []*server, snaps []*snapshot, result []byte, sc *listScratch) (d Decision, drops [len(observationKinds)]uint32, ok bool) {
+func (p *Processor) listTools(ctx context.Context, srvs []*server, snaps []*snapshot, result []byte, sc *listScratch, count bool) (d Decision, drops [len(observationKinds)]uint32, ok bool) {
 	// The result is edited without decoding it into Go values: a decode/encode round trip
 	// would reorder members, reformat numbers and drop fields, and the contract is that
 	// everything but the dropped tools stays byte-identical. jsontok's spans say where
@@ -322,7 +322,7 @@ func (p *Processor) listTools(ctx context.Context, srvs []*server, snaps []*snap
 	for _, it := range items {
 		if it.keep {
 			kept = append(kept, it.el)
-		} else {
+		} else if count {
 			p.metrics.dropped(it.kind)
 			if i := slices.Index(observationKinds[:], it.kind); i >= 0 {
 				drops[i]++

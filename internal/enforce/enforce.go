@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -186,4 +187,65 @@ var passedMethods = map[string]bool{
 // ("notifications/..."). tools/list and tools/call are decided, never passed by name.
 func PassedMethod(method string) bool {
 	return passedMethods[method] || strings.HasPrefix(method, "notifications/")
+}
+
+// Observe takes in what a listing of the upstream shows — each tool's last-listed digest,
+// and observations of what is not approved — as a tools/list result decided for no client:
+// nothing is counted in the metrics or the decision records. A transport that lists the
+// upstream itself between clients' listings (the proxy's probe) calls it, so that a
+// definition changed upstream stops calls within one probe even if no client lists again.
+func (p *Processor) Observe(ctx context.Context, services []string, result []byte) {
+	if len(result) > p.cfg.MaxMessageBytes {
+		return
+	}
+	var srvArr [4]*server
+	var snapArr [4]*snapshot
+	srvs, snaps, d := p.resolve(services, srvArr[:0], snapArr[:0])
+	if d.Outcome == OutcomeDeny {
+		return
+	}
+	sc := p.scratch.Get().(*listScratch)
+	defer sc.release(&p.scratch)
+	p.listTools(ctx, srvs, snaps, result, sc, false)
+}
+
+// ServerState is what [Processor.State] reports of one server.
+type ServerState struct {
+	Server string `json:"server"`
+	// Fresh: the approvals held are younger than the staleness bound.
+	Fresh bool `json:"fresh"`
+	// AgeSeconds is how old they are (-1: never read).
+	AgeSeconds float64 `json:"ageSeconds"`
+	// Approvals names the approved set held ("" before the first read): the approval set
+	// of the decision records.
+	Approvals string `json:"approvals,omitempty"`
+	// Approved counts the tools with an approved digest.
+	Approved int `json:"approved"`
+}
+
+// State reports every served server's approvals as held now, sorted by server (a
+// transport's health answer).
+func (p *Processor) State() []ServerState {
+	out := make([]ServerState, 0, len(p.cfg.Servers))
+	for _, name := range p.cfg.Servers {
+		st := ServerState{Server: name, AgeSeconds: -1}
+		if e := p.cache.entries[name]; e != nil {
+			if snap := e.snap.Load(); snap != nil {
+				st.Approvals = snap.approvals.String()
+				for _, ev := range snap.tools {
+					if ev.hasApproved {
+						st.Approved++
+					}
+				}
+			}
+		}
+		if age := p.cache.age(name); age >= 0 {
+			st.AgeSeconds = age.Seconds()
+		}
+		_, cause := p.cache.get(name)
+		st.Fresh = cause == causeNone
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b ServerState) int { return strings.Compare(a.Server, b.Server) })
+	return out
 }

@@ -211,7 +211,7 @@ func New(cfg Config) (*Processor, error) {
 		errs = append(errs, errors.New("size bounds must be positive"))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("extmcp: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("enforce: %w", errors.Join(errs...))
 	}
 	if cfg.Recorder == nil {
 		cfg.Recorder = RecorderFunc(func(context.Context, []Observation) error { return nil })
@@ -232,7 +232,7 @@ func New(cfg Config) (*Processor, error) {
 	p.cache = newCache(cfg.Source, cfg.Servers, cfg.Staleness, cfg.LoadTimeout, cfg.Now, cfg.Logger)
 	m, err := newMetrics(p.cache)
 	if err != nil {
-		return nil, fmt.Errorf("extmcp: metrics: %w", err)
+		return nil, fmt.Errorf("enforce: metrics: %w", err)
 	}
 	p.metrics = m
 	m.shadow.Set(0)
@@ -286,7 +286,7 @@ func (p *Processor) Start(ctx context.Context) {
 	if p.dw != nil {
 		p.wg.Go(func() { p.dw.run(ctx, p.cfg.RecordEvery, p.stopRecs) })
 	}
-	p.log.InfoContext(ctx, "extmcp: processor started", slog.Any("config", p.cfg), slog.Bool("fresh", p.Fresh()))
+	p.log.InfoContext(ctx, "enforce: processor started", slog.Any("config", p.cfg), slog.Bool("fresh", p.Fresh()))
 }
 
 // Close stops refreshing, writes the observations still queued and the decision records

@@ -61,7 +61,7 @@ func (b *batcher) run(ctx context.Context) {
 		select {
 		case o := <-b.ch:
 			if o.Kind == ObservedDrift {
-				b.log.WarnContext(ctx, "extmcp: drift observed", slog.String("server", o.Server), slog.String("tool", o.Tool),
+				b.log.WarnContext(ctx, "enforce: drift observed", slog.String("server", o.Server), slog.String("tool", o.Tool),
 					slog.String("digest", o.Digest), slog.String("approved", o.Approved))
 			}
 			batch = append(batch, o)
@@ -132,7 +132,7 @@ func (b *batcher) write(ctx context.Context, batch []Observation) bool {
 	defer cancel()
 	if err := b.rec.Record(ctx, batch); err != nil {
 		b.metrics.recordFailures.Add(1)
-		b.log.WarnContext(ctx, "extmcp: cannot record observations", slog.Int("observations", len(batch)), slog.String("error", err.Error()))
+		b.log.WarnContext(ctx, "enforce: cannot record observations", slog.Int("observations", len(batch)), slog.String("error", err.Error()))
 		return false
 	}
 	b.metrics.obsRecorded.Add(uint64(len(batch)))

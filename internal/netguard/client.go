@@ -21,7 +21,9 @@ var (
 // ClientConfig bounds an HTTP client built by Guard.HTTPClient.
 type ClientConfig struct {
 	// Timeout bounds a whole request, redirects and reading the body included, so a
-	// long-lived SSE stream ends after it too. Default 30s.
+	// long-lived SSE stream ends after it too. Default 30s; negative means none (a proxy
+	// relaying streams bounds them itself; connecting and the response headers stay
+	// bounded by the transport).
 	Timeout time.Duration
 	// MaxRedirects is how many redirects one request may follow. Default 5; negative
 	// means none are followed (the redirect response itself is returned).
@@ -40,8 +42,11 @@ type ClientConfig struct {
 // bounds handshake, header and total time, and limits every response body to
 // MaxResponseBytes. The transport is not shared with other clients.
 func (g *Guard) HTTPClient(cfg ClientConfig) *http.Client {
-	if cfg.Timeout <= 0 {
+	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Timeout < 0 {
+		cfg.Timeout = 0
 	}
 	if cfg.MaxRedirects == 0 {
 		cfg.MaxRedirects = 5
