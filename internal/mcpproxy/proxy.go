@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/crawler"
+	"github.com/agentgate-dev/agentgate/internal/mcpmsg"
 	"github.com/agentgate-dev/agentgate/internal/enforce"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -232,43 +233,43 @@ func (p *Proxy) post(w http.ResponseWriter, r *http.Request, up *upstream) {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "toolwarrant proxy: cannot read the request body")
 		return
 	}
-	raws, batch, err := splitBatch(body)
+	raws, batch, err := mcpmsg.SplitBatch(body)
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "toolwarrant proxy: "+err.Error())
 		return
 	}
-	envs := make([]envelope, len(raws))
+	envs := make([]mcpmsg.Message, len(raws))
 	for i, raw := range raws {
-		if envs[i], err = parseEnvelope(raw); err != nil {
+		if envs[i], err = mcpmsg.Parse(raw); err != nil {
 			writeRPCError(w, http.StatusBadRequest, nil, -32600, "toolwarrant proxy: "+err.Error()+"; refused (it would be read one way here and maybe another upstream)")
 			return
 		}
 	}
 	if !batch {
 		if msg := headerMismatch(r.Header, envs[0]); msg != "" {
-			writeRPCError(w, http.StatusBadRequest, envs[0].id, -32600, "toolwarrant proxy: "+msg)
+			writeRPCError(w, http.StatusBadRequest, envs[0].ID, -32600, "toolwarrant proxy: "+msg)
 			return
 		}
 	}
 	watched := map[string]string{}
 	var denied [][]byte
 	for _, e := range envs {
-		if !e.hasMethod {
+		if !e.HasMethod {
 			continue // a client's answer to a server request: nothing to decide
 		}
-		d := p.proc.Decide(r.Context(), enforce.Message{Phase: enforce.PhaseRequest, Method: e.method, Services: []string{up.Name}, Body: e.paramsBytes()})
+		d := p.proc.Decide(r.Context(), enforce.Message{Phase: enforce.PhaseRequest, Method: e.Method, Services: []string{up.Name}, Body: e.Params()})
 		if d.Shadow {
-			p.log.InfoContext(r.Context(), "proxy: would deny (shadow mode: passed)", slog.String("server", up.Name), slog.String("method", e.method),
+			p.log.InfoContext(r.Context(), "proxy: would deny (shadow mode: passed)", slog.String("server", up.Name), slog.String("method", e.Method),
 				slog.String("tool", d.Tool), slog.String("reason", d.Reason))
 		}
 		if d.Outcome == enforce.OutcomeDeny {
-			p.log.InfoContext(r.Context(), "proxy: denied", slog.String("server", up.Name), slog.String("method", e.method), slog.String("tool", d.Tool),
+			p.log.InfoContext(r.Context(), "proxy: denied", slog.String("server", up.Name), slog.String("method", e.Method), slog.String("tool", d.Tool),
 				slog.String("cause", d.Cause.String()))
-			denied = append(denied, errorResponse(e.id, d.RPCCode(), d.Reason))
+			denied = append(denied, mcpmsg.ErrorResponse(e.ID, d.RPCCode(), d.Reason))
 			continue
 		}
-		if e.isRequest() {
-			watched[string(e.id)] = e.method
+		if e.IsRequest() {
+			watched[string(e.ID)] = e.Method
 		}
 	}
 	if len(denied) > 0 {
@@ -278,8 +279,8 @@ func (p *Proxy) post(w http.ResponseWriter, r *http.Request, up *upstream) {
 		}
 		// A batch is answered whole: its denials, and every other request refused with it.
 		for _, e := range envs {
-			if _, ok := watched[string(e.id)]; ok {
-				denied = append(denied, errorResponse(e.id, -32001, "toolwarrant proxy: not sent: the batch held a denied request; send requests one by one"))
+			if _, ok := watched[string(e.ID)]; ok {
+				denied = append(denied, mcpmsg.ErrorResponse(e.ID, -32001, "toolwarrant proxy: not sent: the batch held a denied request; send requests one by one"))
 			}
 		}
 		writeJSON(w, http.StatusOK, append(append([]byte("["), bytes.Join(denied, []byte(","))...), ']'))
@@ -291,21 +292,21 @@ func (p *Proxy) post(w http.ResponseWriter, r *http.Request, up *upstream) {
 // headerMismatch checks the standard headers of MCP 2026-07-28 against the body: a
 // header that names another method or another tool, prompt or resource than the body is
 // refused, so that nothing between here and the server can route by one and run the other.
-func headerMismatch(h http.Header, e envelope) string {
-	if m := h.Get("Mcp-Method"); m != "" && (!e.hasMethod || decodeHeader(m) != e.method) {
-		return fmt.Sprintf("the Mcp-Method header %q does not match the body's method %q", m, e.method)
+func headerMismatch(h http.Header, e mcpmsg.Message) string {
+	if m := h.Get("Mcp-Method"); m != "" && (!e.HasMethod || decodeHeader(m) != e.Method) {
+		return fmt.Sprintf("the Mcp-Method header %q does not match the body's method %q", m, e.Method)
 	}
 	n, ok := h.Get("Mcp-Name"), len(h.Values("Mcp-Name")) > 0
 	if !ok {
 		return ""
 	}
-	member := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[e.method]
+	member := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[e.Method]
 	want, found := "", false
 	if member != "" {
-		want, found = stringMember(e.paramsBytes(), member)
+		want, found = mcpmsg.StringMember(e.Params(), member)
 	}
 	if !found || decodeHeader(n) != want {
-		return fmt.Sprintf("the Mcp-Name header %q does not match the body (%s)", n, cmpOr(member, "no name for "+e.method))
+		return fmt.Sprintf("the Mcp-Name header %q does not match the body (%s)", n, cmpOr(member, "no name for "+e.Method))
 	}
 	return ""
 }
@@ -446,7 +447,7 @@ func (p *Proxy) relayStream(w http.ResponseWriter, r *http.Request, up *upstream
 // filterBody filters one JSON body or event data: a message or a batch of them. false
 // when it is not JSON-RPC.
 func (p *Proxy) filterBody(ctx context.Context, up *upstream, data []byte, watched map[string]string) ([]byte, bool) {
-	raws, batch, err := splitBatch(data)
+	raws, batch, err := mcpmsg.SplitBatch(data)
 	if err != nil {
 		return nil, false
 	}
@@ -466,27 +467,27 @@ func (p *Proxy) filterBody(ctx context.Context, up *upstream, data []byte, watch
 // proxy forwarded — or any response whose result carries a "tools" array, whatever it
 // answers (a replayed stream) — goes through the decision core; everything else passes.
 func (p *Proxy) filterMessage(ctx context.Context, up *upstream, raw []byte, watched map[string]string) ([]byte, error) {
-	e, err := parseEnvelope(raw)
+	e, err := mcpmsg.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	if e.hasMethod || !e.result.ok() {
+	if e.HasMethod || e.Result() == nil {
 		return raw, nil // a server request or notification, or an error answer
 	}
-	method, known := watched[string(e.id)]
+	method, known := watched[string(e.ID)]
 	if known && method != "tools/list" {
 		return raw, nil
 	}
-	if !known && !hasToolsArray(e.resultBytes()) {
+	if !known && !mcpmsg.HasToolsArray(e.Result()) {
 		return raw, nil
 	}
-	d := p.proc.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{up.Name}, Body: e.resultBytes()})
+	d := p.proc.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{up.Name}, Body: e.Result()})
 	switch d.Outcome {
 	case enforce.OutcomeMutated:
-		return e.withResult(d.Mutated), nil
+		return e.WithResult(d.Mutated), nil
 	case enforce.OutcomeDeny:
 		p.log.InfoContext(ctx, "proxy: listing denied", slog.String("server", up.Name), slog.String("cause", d.Cause.String()))
-		return errorResponse(e.id, d.RPCCode(), d.Reason), nil
+		return mcpmsg.ErrorResponse(e.ID, d.RPCCode(), d.Reason), nil
 	default:
 		return raw, nil
 	}
@@ -520,7 +521,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id []byte, code int64, msg string) {
-	writeJSON(w, status, errorResponse(id, code, msg))
+	writeJSON(w, status, mcpmsg.ErrorResponse(id, code, msg))
 }
 
 // Run lists every upstream every Probe until ctx ends (see Config.Probe); it returns at

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentgate-dev/agentgate/internal/mcpmsg"
 )
 
 // Bridge connects an MCP client that speaks stdio (an editor's "command" server entry) to
@@ -175,7 +177,7 @@ func (b *Bridge) relay(ctx context.Context, resp *http.Response, req *jsonrpc.Re
 
 // deliver writes one message (or batch) to the client; false when it is not JSON-RPC.
 func (b *Bridge) deliver(ctx context.Context, data []byte, isInit bool) bool {
-	raws, _, err := splitBatch(data)
+	raws, _, err := mcpmsg.SplitBatch(data)
 	if err != nil {
 		b.Logger.WarnContext(ctx, "bridge: dropped an answer that is not JSON-RPC")
 		return false
