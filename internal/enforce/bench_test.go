@@ -112,4 +112,3 @@ func BenchmarkCallTool(b *testing.B) {
 		p.CallTool(b.Context(), []string{"everything"}, params)
 	}
 }
-

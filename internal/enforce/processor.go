@@ -141,7 +141,7 @@ type Processor struct {
 	dw      *decisionWriter // nil without Config.Decisions
 
 	// tick drives the refresh loop; tests replace it to refresh on demand.
-	tick    func() (<-chan time.Time, func())
+	tick     func() (<-chan time.Time, func())
 	stop     context.CancelFunc
 	stopRecs chan struct{}
 	wg       sync.WaitGroup

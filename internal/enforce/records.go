@@ -41,7 +41,7 @@ type DecisionRecord struct {
 	Method string `json:"method"`
 	// Digest is the live digest judged: as listed (tools/list) or as last listed or
 	// crawled (tools/call); "" when none could be computed.
-	Digest string `json:"digest,omitempty"`
+	Digest  string        `json:"digest,omitempty"`
 	Outcome RecordOutcome `json:"outcome"`
 	// Cause says why a tool was filtered or denied (unknown, unapproved, drifted,
 	// unlisted, refused, stale, malformed, ...); "" when allowed.

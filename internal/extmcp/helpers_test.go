@@ -64,7 +64,7 @@ func newTestProcessor(t testing.TB, src *memSource, servers []string, mod func(*
 // refresh runs exactly one refresh round.
 func (tp *testProcessor) refresh(t testing.TB) { t.Helper(); tp.Refresh(t.Context()) }
 
-func liveDigest(t testing.TB, raw []byte) string         { return enforcetest.LiveDigest(t, raw) }
+func liveDigest(t testing.TB, raw []byte) string          { return enforcetest.LiveDigest(t, raw) }
 func everything(t testing.TB) ([]byte, []json.RawMessage) { return enforcetest.Everything(t) }
 func toolNameOf(t testing.TB, raw []byte) string          { return enforcetest.ToolName(t, raw) }
 func names(t testing.TB, result []byte) []string          { return enforcetest.Names(t, result) }
@@ -78,7 +78,6 @@ func mcpResponse(method, result string) *pb.McpResponse {
 }
 
 func (tp *testProcessor) setHook(f func(ctx context.Context, method string)) { tp.SetDecisionHook(f) }
-
 
 // listingN is an n-tool server-everything listing with nine in ten tools approved.
 func listingN(t testing.TB, n int) ([]byte, *memSource) {

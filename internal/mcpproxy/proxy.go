@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/crawler"
-	"github.com/agentgate-dev/agentgate/internal/mcpmsg"
 	"github.com/agentgate-dev/agentgate/internal/enforce"
+	"github.com/agentgate-dev/agentgate/internal/mcpmsg"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
