@@ -33,8 +33,9 @@ func newSSEReader(r io.Reader, max int) *sseReader {
 	return &sseReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
-// next returns the next event, io.EOF at the end of the stream (a last event without its
-// blank line is returned first).
+// next returns the next event, io.EOF at the end of the stream. An event the stream ends
+// in the middle of (before its blank line) is not returned: a client discards it too, and
+// relaying it unread could pass on a listing no one decided.
 func (r *sseReader) next() (sseEvent, error) {
 	var ev sseEvent
 	var raw bytes.Buffer
@@ -45,12 +46,7 @@ func (r *sseReader) next() (sseEvent, error) {
 			raw.Write(line)
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) && raw.Len() > 0 {
-				ev.raw = raw.Bytes()
-				ev.finish(data)
-				return ev, nil
-			}
-			return ev, err
+			return sseEvent{}, err
 		}
 		content := bytes.TrimRight(line, "\r\n")
 		if len(content) == 0 {
