@@ -114,6 +114,12 @@ func (e Message) Result() []byte {
 	return e.Raw[e.result.start:e.result.end]
 }
 
+// AroundResult returns the bytes before and after the result: the message is
+// before + result + after.
+func (e Message) AroundResult() (before, after []byte) {
+	return e.Raw[:e.result.start], e.Raw[e.result.end:]
+}
+
 // WithResult returns the message with its result replaced, every other byte kept.
 func (e Message) WithResult(result []byte) []byte {
 	out := make([]byte, 0, len(e.Raw)-(e.result.end-e.result.start)+len(result))

@@ -15,7 +15,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/crawler"
@@ -385,20 +387,34 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, up *upstream, bo
 	case ct == "text/event-stream":
 		p.relayStream(w, r, up, resp, watched)
 	case ct == "application/json":
-		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(p.cfg.MaxMessageBytes)+1))
-		if err != nil || len(data) > p.cfg.MaxMessageBytes {
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer putBuf(buf)
+		buf.Reset()
+		if n := resp.ContentLength; n > 0 && n <= int64(p.cfg.MaxMessageBytes) {
+			buf.Grow(int(n))
+		}
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(p.cfg.MaxMessageBytes)+1))
+		if err != nil || buf.Len() > p.cfg.MaxMessageBytes {
 			p.log.WarnContext(r.Context(), "proxy: upstream answer unreadable or over the bound; denied", slog.String("server", up.Name), slog.Int("maxBytes", p.cfg.MaxMessageBytes))
 			writeRPCError(w, http.StatusBadGateway, singleID(watched), -32603, fmt.Sprintf("toolwarrant proxy: the answer of server %q is unreadable or over %d bytes; denied", up.Name, p.cfg.MaxMessageBytes))
 			return
 		}
-		out, ok := p.filterBody(r.Context(), up, data, watched)
+		out, ok := p.filterBody(r.Context(), up, buf.Bytes(), watched)
 		if !ok {
 			writeRPCError(w, http.StatusBadGateway, singleID(watched), -32603, fmt.Sprintf("toolwarrant proxy: the answer of server %q is not JSON-RPC; denied", up.Name))
 			return
 		}
-		w.Header().Del("Content-Length")
+		size := 0
+		for _, piece := range out {
+			size += len(piece)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
 		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(out)
+		for _, piece := range out {
+			if _, err := w.Write(piece); err != nil {
+				return
+			}
+		}
 	default:
 		// Not an MCP answer: passed only when no request of this POST could be answered
 		// by it with a listing.
@@ -428,12 +444,12 @@ func (p *Proxy) relayStream(w http.ResponseWriter, r *http.Request, up *upstream
 		}
 		out := ev.raw
 		if ev.data != nil {
-			msg, ok := p.filterBody(r.Context(), up, ev.data, watched)
-			switch {
-			case !ok:
+			pieces, ok := p.filterBody(r.Context(), up, ev.data, watched)
+			if !ok {
 				p.log.WarnContext(r.Context(), "proxy: dropped an event that is not JSON-RPC", slog.String("server", up.Name))
 				continue
-			case !bytes.Equal(msg, ev.data):
+			}
+			if msg := bytes.Join(pieces, nil); !bytes.Equal(msg, ev.data) {
 				out = ev.encode(msg)
 			}
 		}
@@ -444,52 +460,72 @@ func (p *Proxy) relayStream(w http.ResponseWriter, r *http.Request, up *upstream
 	}
 }
 
-// filterBody filters one JSON body or event data: a message or a batch of them. false
-// when it is not JSON-RPC.
-func (p *Proxy) filterBody(ctx context.Context, up *upstream, data []byte, watched map[string]string) ([]byte, bool) {
+// filterBody filters one JSON body or event data: a message or a batch of them. It
+// returns the answer in pieces, to be written one after the other (a filtered listing is
+// not copied into one buffer); false when it is not JSON-RPC.
+func (p *Proxy) filterBody(ctx context.Context, up *upstream, data []byte, watched map[string]string) ([][]byte, bool) {
 	raws, batch, err := mcpmsg.SplitBatch(data)
 	if err != nil {
 		return nil, false
 	}
-	out := make([][]byte, len(raws))
+	var out [][]byte
+	if batch {
+		out = append(out, []byte("["))
+	}
 	for i, raw := range raws {
-		if out[i], err = p.filterMessage(ctx, up, raw, watched); err != nil {
+		if i > 0 {
+			out = append(out, []byte(","))
+		}
+		pieces, err := p.filterMessage(ctx, up, raw, watched)
+		if err != nil {
 			return nil, false
 		}
+		out = append(out, pieces...)
 	}
-	if !batch {
-		return out[0], true
+	if batch {
+		out = append(out, []byte("]"))
 	}
-	return append(append([]byte("["), bytes.Join(out, []byte(","))...), ']'), true
+	return out, true
+}
+
+// bufPool holds the buffers upstream answers are read into.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 4<<20 {
+		bufPool.Put(b)
+	}
 }
 
 // filterMessage decides one message from the upstream. A response to a tools/list this
 // proxy forwarded — or any response whose result carries a "tools" array, whatever it
 // answers (a replayed stream) — goes through the decision core; everything else passes.
-func (p *Proxy) filterMessage(ctx context.Context, up *upstream, raw []byte, watched map[string]string) ([]byte, error) {
+func (p *Proxy) filterMessage(ctx context.Context, up *upstream, raw []byte, watched map[string]string) ([][]byte, error) {
 	e, err := mcpmsg.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
+	pass := [][]byte{raw}
 	if e.HasMethod || e.Result() == nil {
-		return raw, nil // a server request or notification, or an error answer
+		return pass, nil // a server request or notification, or an error answer
 	}
 	method, known := watched[string(e.ID)]
 	if known && method != "tools/list" {
-		return raw, nil
+		return pass, nil
 	}
 	if !known && !mcpmsg.HasToolsArray(e.Result()) {
-		return raw, nil
+		return pass, nil
 	}
 	d := p.proc.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{up.Name}, Body: e.Result()})
 	switch d.Outcome {
 	case enforce.OutcomeMutated:
-		return e.WithResult(d.Mutated), nil
+		before, after := e.AroundResult()
+		return [][]byte{before, d.Mutated, after}, nil
 	case enforce.OutcomeDeny:
 		p.log.InfoContext(ctx, "proxy: listing denied", slog.String("server", up.Name), slog.String("cause", d.Cause.String()))
-		return mcpmsg.ErrorResponse(e.ID, d.RPCCode(), d.Reason), nil
+		return [][]byte{mcpmsg.ErrorResponse(e.ID, d.RPCCode(), d.Reason)}, nil
 	default:
-		return raw, nil
+		return pass, nil
 	}
 }
 

@@ -53,6 +53,8 @@ func init() {
 	specs["grpc-call-p99-2000"] = spec{"tools/call over loopback gRPC at 2,000 req/s, p99, generator in its own process, GOMAXPROCS=1", "the same load against the no-op server (calibration), ms", load}
 	specs["grpc-list-cpu-2000"] = spec{"the processor's CPU time (user + system) per tools/list request in that run, GOMAXPROCS=1", "the same at the Go runtime's default GOMAXPROCS (`-server-procs 0`, the machine's cores), µs", load + " && go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 0 -calibrate=false"}
 	specs["grpc-call-cpu-2000"] = spec{"the same per tools/call request", "the same at the runtime's default GOMAXPROCS, µs", load + " && go run ./scripts/extmcp-load -rate 2000 -duration 5s -server-procs 0 -calibrate=false"}
+	specs["proxy-list-100"] = spec{"tools/list of 100 tools through `toolwarrant proxy` over loopback HTTP, in front of a real MCP server (the go-sdk's, stateless, JSON answers)", "the same request straight to that server, µs", "go test -run '^$' -bench 'ProxyList100/mcp-server$' ./internal/mcpproxy/"}
+	specs["proxy-list-100-floor"] = spec{"the same through the proxy in front of an upstream that answers from memory: what the proxy adds to the cheapest upstream (a second loopback hop, the strict envelope, the decision)", "the same request straight to it, µs", "go test -run '^$' -bench 'ProxyList100/floor$' ./internal/mcpproxy/"}
 	read := "go test -run '^$' -bench 'ReadVerify256KiB/%s/%s$' ./internal/lockerclient/"
 	specs["read-64k"] = spec{"lockermcp's verified read of a sealed 256 KiB pad (4 × 64 KiB) from a real lockerd over loopback, binary form (one request)", "raw SHA-256 over the same payload, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd")}
 	specs["read-64k-open"] = spec{"the same read of an open pad (its pad and ticket read from SQLite every time; its answer cached by head and state)", "raw SHA-256, MB/s", fmt.Sprintf(read, "4blocks", "http-lockerd-open")}
@@ -69,7 +71,7 @@ func init() {
 }
 
 var order = []string{"extmcp-list-10", "extmcp-list-100", "extmcp-list-1000", "extmcp-list-10-nomemo", "extmcp-list-100-nomemo", "extmcp-list-1000-nomemo",
-	"extmcp-call", "grpc-list-p99-2000", "grpc-call-p99-2000", "grpc-list-cpu-2000", "grpc-call-cpu-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
+	"extmcp-call", "proxy-list-100", "proxy-list-100-floor", "grpc-list-p99-2000", "grpc-call-p99-2000", "grpc-list-cpu-2000", "grpc-call-cpu-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
 	"append-1", "append-8", "append-64", "sha256-mbps"}
 
 func main() {
@@ -171,6 +173,16 @@ func runAll(count int) ([]Figure, error) {
 		}
 	}
 	figs = append(figs, Figure{ID: "extmcp-call", Unit: "µs", Value: must(ex.median("BenchmarkCallTool", "ns/op")) / 1e3, Goal: "<= 20 µs"})
+
+	px, err := goBench(nil, "-bench", "ProxyList100/", c, "./internal/mcpproxy/")
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range []struct{ id, sub, goal string }{{"proxy-list-100", "mcp-server", "ratio <= 1.3"}, {"proxy-list-100-floor", "floor", "—"}} {
+		name := "BenchmarkProxyList100/" + v.sub
+		figs = append(figs, Figure{ID: v.id, Unit: "µs", Value: must(px.median(name, "subject-ns")) / 1e3,
+			Baseline: must(px.median(name, "base-ns")) / 1e3, Ratio: must(px.median(name, "x_direct")), Goal: v.goal})
+	}
 
 	rd, err := goBench(nil, "-bench", "ReadVerify256KiB/(4|256)blocks/(ceiling-get|http-lockerd|http-lockerd-open|http-lockerd-json)$", c, "./internal/lockerclient/")
 	if err != nil {
