@@ -80,7 +80,7 @@ apply.`,
 	root.AddCommand(a.initCmd(), a.trustCmd(), a.serverCmd(), a.crawlCmd(), a.listCmd(), a.showCmd(), a.diffCmd(),
 		a.decideCmd(warrant.DecisionApproved), a.decideCmd(warrant.DecisionRejected), a.decideCmd(warrant.DecisionRolledBack),
 		a.auditCmd())
-	root.AddCommand(newServeCmd(a), newProxyCmd(a), a.decisionsCmd())
+	root.AddCommand(newServeCmd(a), newProxyCmd(a), a.decisionsCmd(), a.demoCmd())
 	root.AddCommand(newEmitCmd(a))
 	root.AddCommand(newVerifyGatewayCmd(a))
 	root.AddCommand(a.reviewCmd())

@@ -713,3 +713,25 @@ func TestShadowMode(t *testing.T) {
 	}
 	w.tw(0, "audit", "verify")
 }
+
+// TestDemo: `toolwarrant demo` (README: See it block a rug pull) runs offline and reports
+// the rug pull blocked: the reworded tool gone from the agent's listing, its call refused.
+func TestDemo(t *testing.T) {
+	bin, _ := binaries(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "demo", "--keep", filepath.Join(dir, "kept"))
+	cmd.Env = append(os.Environ(), "TOOLWARRANT_CONFIG_DIR="+filepath.Join(dir, "config"))
+	code, stdout, stderr := testenv.RunCommand(t, cmd)
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"agent: tools/list → echo, get_alerts, get_forecast\n", "agent: tools/list → echo, get_alerts\n",
+		`refused: calling "tools/call": toolwarrant: tool "get_forecast" has drifted`, "CRITICAL description-changed", "\nBlocked: "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kept", "toolwarrant.db")); err != nil {
+		t.Errorf("--keep: %v", err)
+	}
+}
