@@ -93,3 +93,23 @@ func TestOneDecisionFunction(t *testing.T) {
 		t.Errorf("only %d of the transports %v exist", found, transports)
 	}
 }
+
+// TestCoreLinksNoTransport: the decision core links no gRPC, no AWS SDK and no SQLite, so
+// each enforcement point pays only for its own wire (the interceptor Lambda starts cold
+// without gRPC; the proxy without the AWS SDK).
+func TestCoreLinksNoTransport(t *testing.T) {
+	for _, d := range deps(t, "./internal/enforce") {
+		for _, banned := range []string{"google.golang.org/grpc", "github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/extmcp"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("internal/enforce links %s: the core is shared by every enforcement point; its wire belongs in the transport", d)
+			}
+		}
+	}
+	for _, d := range deps(t, "./internal/mcpproxy") {
+		for _, banned := range []string{"google.golang.org/grpc", "github.com/aws/"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("internal/mcpproxy links %s", d)
+			}
+		}
+	}
+}
