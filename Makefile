@@ -20,6 +20,7 @@ run: build
 	@echo "make run serves Padlock (lockerd). The other two parts run on demand, in another terminal:"
 	@echo "  ./bin/agentgate lock      pin your MCP servers' tools in agentgate.lock  (README: Pin your MCP tools)"
 	@echo "  ./bin/toolwarrant init    approve the exact tool definitions agents see  (README: toolwarrant)"
+	@echo "  ./bin/toolwarrant demo    see a rug pull blocked end to end, offline     (README: See it block a rug pull)"
 	LOCKER_DB_PATH=$${LOCKER_DB_PATH:-locker.db} $(BIN)/lockerd
 
 ## test-deps: the pinned npm MCP servers and tools the integration tests use (test/package-lock.json)
