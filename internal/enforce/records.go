@@ -159,10 +159,11 @@ func (t *tally) shapeOf(srvs []*server, snaps []*snapshot, items []listedTool, d
 	return sh
 }
 
-// messageKey is the key of a decision about a whole message, or of a tools/call.
+// messageKey is the key of a decision about a whole message, or of a tools/call; d is the
+// decision before shadow mode turned it into a pass.
 func messageKey(m method, srvs []*server, snaps []*snapshot, d Decision) recordKey {
 	k := recordKey{method: m, tool: clip(d.Tool), outcome: RecordAllowed, live: d.live, hasLive: d.hasLive}
-	if d.Would == OutcomeDeny {
+	if d.Outcome == OutcomeDeny {
 		k.outcome, k.cause = RecordDenied, d.Cause.String()
 	}
 	if len(srvs) == 1 {
