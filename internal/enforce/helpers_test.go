@@ -32,12 +32,6 @@ func (m *memSource) set(server, tool string, ev ToolEvidence) {
 	m.snaps[server][tool] = ev
 }
 
-func (m *memSource) fail(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.err = err
-}
-
 func (m *memSource) Snapshot(ctx context.Context, server string) (Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -201,24 +195,6 @@ func toolNameOf(t testing.TB, raw []byte) string {
 	return v.Name
 }
 
-// names lists the tool names of a tools/list result.
-func names(t testing.TB, result []byte) []string {
-	t.Helper()
-	var doc struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(result, &doc); err != nil {
-		t.Fatalf("result is not JSON: %v\n%s", err, result)
-	}
-	var out []string
-	for _, x := range doc.Tools {
-		out = append(out, x.Name)
-	}
-	return out
-}
-
 // ListTools decides a tools/list result through Decide, as every transport does.
 func (p *Processor) ListTools(ctx context.Context, services []string, result []byte) Decision {
 	return p.Decide(ctx, Message{Phase: PhaseResponse, Method: "tools/list", Services: services, Body: result})
@@ -228,5 +204,3 @@ func (p *Processor) ListTools(ctx context.Context, services []string, result []b
 func (p *Processor) CallTool(ctx context.Context, services []string, params []byte) Decision {
 	return p.Decide(ctx, Message{Phase: PhaseRequest, Method: "tools/call", Services: services, Body: params})
 }
-
-func (tp *testProcessor) setHook(f func(ctx context.Context, method string)) { tp.hook.Store(&f) }

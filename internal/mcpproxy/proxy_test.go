@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -367,7 +368,7 @@ func TestSSEReader(t *testing.T) {
 	if got := string(ev.encode([]byte("x"))); got != "event: message\nid: 1\nretry: 10\ndata: x\n\n" {
 		t.Errorf("encode: %q", got)
 	}
-	if ev, err = r.next(); err != io.EOF {
+	if ev, err = r.next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the last event, cut before its blank line, is discarded (as a client does): %+v %v", ev, err)
 	}
 	big := newSSEReader(bytes.NewReader([]byte("data: "+strings.Repeat("x", 2000)+"\n\n")), 1<<10)

@@ -121,7 +121,7 @@ func TestProcessorOnDynamoDB(t *testing.T) {
 	if !p.Fresh() {
 		t.Fatal("the processor could not read the DynamoDB catalog")
 	}
-	got := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{"wx"}, Body: []byte(`{"tools":[`+v1+`,`+alerts+`]}`)})
+	got := p.Decide(ctx, enforce.Message{Phase: enforce.PhaseResponse, Method: "tools/list", Services: []string{"wx"}, Body: []byte(`{"tools":[` + v1 + `,` + alerts + `]}`)})
 	if got.Outcome != enforce.OutcomeMutated || string(got.Mutated) != `{"tools":[`+v1+`]}` {
 		t.Fatalf("list: %v %s", got.Outcome, got.Mutated)
 	}

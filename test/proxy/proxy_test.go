@@ -8,6 +8,7 @@ package proxy_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -306,7 +307,8 @@ func inspector(t *testing.T, args ...string) (string, error) {
 	})
 	defer timer.Stop()
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return string(out), fmt.Errorf("%v: %s", err, ee.Stderr)
 	}
 	return string(out), err
