@@ -396,6 +396,19 @@ func TestInspectorAndEverything(t *testing.T) {
 		t.Fatalf("the Inspector listed %v through proxy --stdio, want [echo get-sum]", got)
 	}
 
+	// The TypeScript SDK client: the same listing, the approved call passes, the other is refused.
+	c := startTSClient(t, p.route("everything"))
+	if got := toolList(c.do("list")); !slices.Equal(got, []string{"echo", "get-sum"}) {
+		t.Fatalf("the TypeScript client listed %v through the proxy", got)
+	}
+	if r := c.do(`call get-sum {"a":2,"b":3}`); r["ok"] != true || !strings.Contains(fmt.Sprint(r["text"]), "5") {
+		t.Fatalf("the TypeScript client's call of get-sum: %v", r)
+	}
+	if r := c.do(`call get-env {}`); r["ok"] == true || !strings.Contains(fmt.Sprint(r["error"]), `tool "get-env" is unapproved`) {
+		t.Fatalf("the TypeScript client's call of get-env: %v", r)
+	}
+	c.do("close")
+
 	// A client that calls what it was never shown: the proxy answers, the server never sees it.
 	cs := session(t, p.route("everything"), "")
 	if got := names(t, cs); !slices.Equal(got, []string{"echo", "get-sum"}) {
