@@ -7,16 +7,24 @@ package awsapptest
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
+	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
+	"github.com/agentgate-dev/agentgate/internal/checkpoint"
+	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
+	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/s3blob/s3test"
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 // Deployment is one test's toolwarrant resources (catalog table, KMS log key, checkpoint
@@ -29,7 +37,8 @@ type Deployment struct {
 	Table, Key, Bucket, BlobBucket string
 	// CheckpointKey is CheckpointKey's ARN (Ed25519) and Origin the CHECKPOINT_ORIGIN set.
 	CheckpointKey, Origin string
-	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole.
+	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole (and
+	// InterceptorRole with EnableAgentCoreInterceptor=true).
 	Roles map[string]*awstest.Principal
 }
 
@@ -38,7 +47,7 @@ type Deployment struct {
 func Deploy(t testing.TB) *Deployment { return DeployWith(t, nil) }
 
 // DeployWith is Deploy with template parameters (e.g. CrawlHeaderSecretArns), which shape
-// the roles' statements.
+// the roles' statements; EnableAgentCoreInterceptor=true adds the interceptor's role.
 func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	t.Helper()
 	cfg := awstest.Config(t)
@@ -54,7 +63,11 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	d.Bucket = s3test.CreateBucket(t, cfg)
 	d.BlobBucket = s3test.CreateVersionedBucket(t, cfg)
 	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"], d.Res["CatalogBlobBucket"] = d.Table, d.Key, d.Bucket, d.BlobBucket
-	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"} {
+	roles := []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"}
+	if d.Res["EnableAgentCoreInterceptor"] == "true" {
+		roles = append(roles, "InterceptorRole") // the key policy names it only then
+	}
+	for _, role := range roles {
 		d.Roles[role] = awstest.Role(t, role, d.Res)
 	}
 	awstest.ApplyKeyPolicy(t, "LogKey", d.Res)
@@ -62,7 +75,8 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	return d
 }
 
-// Config returns an aws.Config signed as role (CrawlRole, ApprovalsRole, CheckpointRole).
+// Config returns an aws.Config signed as role (CrawlRole, ApprovalsRole, CheckpointRole,
+// InterceptorRole).
 func (d *Deployment) Config(t testing.TB, role string) aws.Config {
 	t.Helper()
 	p, ok := d.Roles[role]
@@ -85,4 +99,90 @@ func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
 	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
 		"CHECKPOINT_KMS_KEY": d.CheckpointKey, "CHECKPOINT_ORIGIN": d.Origin,
 		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
+}
+
+// Warrant returns the toolwarrant service on d acting as identity, signed as role, with
+// the in-process KMS.
+func (d *Deployment) Warrant(t testing.TB, role, identity string) *awsapp.Warrant {
+	t.Helper()
+	c := config.WarrantAWS{CatalogTable: d.Table, LogKey: d.Key, CatalogBlobBucket: d.BlobBucket, S3PathStyle: true, MaxAttempts: 3}
+	w, err := awsapp.NewWarrant(t.Context(), d.Config(t, role), c, identity, slog.New(slog.DiscardHandler), awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}})
+	if err != nil {
+		t.Fatalf("awsapptest: NewWarrant as %s: %v", role, err)
+	}
+	return w
+}
+
+// Seed puts a server in the catalog with tools as a crawl lists them (each a tool object;
+// as the crawl role), then approves the ones named in approve (as the approvals role, by
+// alice), and returns every tool's digest.
+func (d *Deployment) Seed(t testing.TB, server string, tools []string, approve ...string) map[string]warrant.Digest {
+	t.Helper()
+	ctx := t.Context()
+	crawl := d.Warrant(t, "CrawlRole", d.CrawlRoleARN())
+	if _, err := crawl.Service.AddServer(ctx, warrant.Server{Name: server, URL: "https://" + server + ".example.com/mcp"}); err != nil {
+		t.Fatalf("awsapptest: add server %s: %v", server, err)
+	}
+	l := warrant.Listing{Server: server, StartedAt: time.Now(), FinishedAt: time.Now()}
+	for _, raw := range tools {
+		var v struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			t.Fatalf("awsapptest: tool %s: %v", raw, err)
+		}
+		l.Tools = append(l.Tools, warrant.RawTool{Name: v.Name, Raw: json.RawMessage(raw)})
+	}
+	res, err := crawl.Service.Ingest(ctx, l)
+	if err != nil {
+		t.Fatalf("awsapptest: ingest %s: %v", server, err)
+	}
+	digests := map[string]warrant.Digest{}
+	for _, v := range res.New {
+		digests[v.Tool] = v.Digest
+	}
+	approver := d.Warrant(t, "ApprovalsRole", "arn:aws:sts::"+awstest.Account+":assumed-role/toolwarrant-approver/alice@example.com")
+	for _, tool := range approve {
+		if err := approver.Service.Decide(ctx, warrant.Decision{Server: server, Tool: tool, Digest: digests[tool], Kind: warrant.DecisionApproved}); err != nil {
+			t.Fatalf("awsapptest: approve %s/%s: %v", server, tool, err)
+		}
+	}
+	return digests
+}
+
+// AuditLog reads d's whole audit log (as the checkpoint role, which only reads) and
+// verifies it against the log key's public key alone, IAM-attested decisions included: the
+// independent oracle of what the functions wrote.
+func (d *Deployment) AuditLog(t testing.TB) ([]warrant.AuditRecord, audit.Report) {
+	t.Helper()
+	w := d.Warrant(t, "CheckpointRole", "checkpoint")
+	var recs []warrant.AuditRecord
+	var after int64
+	for {
+		page, err := w.Catalog.AuditRecords(t.Context(), after, 100)
+		if err != nil {
+			t.Fatalf("awsapptest: audit records after %d: %v", after, err)
+		}
+		recs = append(recs, page...)
+		if len(page) < 100 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	return recs, audit.Verify(recs, audit.Options{Keys: checkpoint.Keys(w.Signer.KeyID(), w.Signer.Public()), Check: iamattest.Checker(nil, d.CrawlRoleARN())})
+}
+
+// The catalog events/agentcore-*.json assume: server (gateway target) "weather" with
+// get_forecast approved as listed, get_alerts crawled but never approved, and get_radar
+// approved in an earlier definition than the one agentcore-response-tools-list.json lists.
+const (
+	ForecastTool  = `{"name":"get_forecast","description":"Forecast for a city.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`
+	AlertsTool    = `{"name":"get_alerts","description":"Weather alerts for a city.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`
+	RadarApproved = `{"name":"get_radar","description":"Radar image for a city.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}`
+)
+
+// SeedAgentCore seeds the catalog the AgentCore sample events assume and returns the digests.
+func (d *Deployment) SeedAgentCore(t testing.TB) map[string]warrant.Digest {
+	t.Helper()
+	return d.Seed(t, "weather", []string{ForecastTool, AlertsTool, RadarApproved}, "get_forecast", "get_radar")
 }
