@@ -42,6 +42,7 @@ func TestRolesAsTheTemplateDeclares(t *testing.T) {
 	res := Resources{"CatalogTable": tbl}
 	crawl := dynamodb.NewFromConfig(Role(t, "CrawlRole", res).Config(t))
 	checkpoint := dynamodb.NewFromConfig(Role(t, "CheckpointRole", res).Config(t))
+	interceptor := dynamodb.NewFromConfig(Role(t, "InterceptorRole", res).Config(t))
 	if !strings.HasPrefix(res["CrawlRole"], "arn:aws:iam::"+Account+":role/") {
 		t.Errorf("Role did not record the role's ARN: %q", res["CrawlRole"])
 	}
@@ -94,6 +95,14 @@ func TestRolesAsTheTemplateDeclares(t *testing.T) {
 	if _, err := crawl.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tbl), Key: key("SRV#c", "VER#1"), ConsistentRead: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
+	// The interceptor records as the crawl does (a gateway crawl record, the server's last
+	// crawl, the audit head) and can never approve: no APPROVALS update, no history update.
+	must("interceptor puts a new item", put(interceptor, tbl, key("SRV#a", "CRAWL#2")))
+	must("interceptor updates SERVERS", update(interceptor, "SERVERS"))
+	must("interceptor updates AUDIT", update(interceptor, "AUDIT"))
+	denied("interceptor updates APPROVALS", update(interceptor, "APPROVALS"))
+	denied("interceptor updates a history item", update(interceptor, "SRV#a"))
+	denied("interceptor puts into another table", put(interceptor, other, key("SRV#a", "CRAWL#2")))
 	// The checkpoint role reads and never writes: the format-marker write of issue 14.
 	denied("checkpoint writes", put(checkpoint, tbl, key("SCHEMA", "SCHEMA")))
 	_, err = checkpoint.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tbl), Key: key("SCHEMA", "SCHEMA")})

@@ -43,10 +43,17 @@ func TestAlarms(t *testing.T) {
 	if len(fns) < 4 {
 		t.Fatalf("functions %v, want the pads, crawl, approvals and checkpoint functions", fns)
 	}
-	for _, fn := range fns {
-		for _, metric := range []string{"Errors", "Throttles"} {
-			if ids := alarmOn(res, "AWS/Lambda", metric, "FunctionName", ref(fn)); len(ids) != 1 {
-				t.Errorf("%s: %d alarms on %s, want 1", fn, len(ids), metric)
+	// With the interceptor, its function too (five).
+	_, withInterceptor := defaults(t, map[string]string{"EnableAgentCoreInterceptor": "true"})
+	if n := len(ofType(withInterceptor, "AWS::Lambda::Function")); n != len(fns)+1 {
+		t.Errorf("EnableAgentCoreInterceptor=true: %d functions, want %d", n, len(fns)+1)
+	}
+	for _, stack := range []map[string]map[string]any{res, withInterceptor} {
+		for _, fn := range ofType(stack, "AWS::Lambda::Function") {
+			for _, metric := range []string{"Errors", "Throttles"} {
+				if ids := alarmOn(stack, "AWS/Lambda", metric, "FunctionName", ref(fn)); len(ids) != 1 {
+					t.Errorf("%s: %d alarms on %s, want 1", fn, len(ids), metric)
+				}
 			}
 		}
 	}
@@ -472,6 +479,7 @@ var nameLimits = map[string]struct {
 	"AWS::S3::BucketPolicy":          {"", 0},
 	"AWS::Lambda::Permission":        {"", 0},
 	"AWS::Lambda::EventInvokeConfig": {"", 0},
+	"AWS::BedrockAgentCore::Gateway": {"Name", 100},
 }
 
 // longest returns the longest string the pattern accepts (CloudFormation anchors
@@ -515,7 +523,8 @@ func TestNameLengths(t *testing.T) {
 	t.Logf("Stage of %d characters, stack name of %d, regions up to %q", stageLen, len(stackName), longestRegion)
 	checked := 0
 	for _, reg := range tr.regions {
-		s := newStack(t, tr, reg, stackName, map[string]string{"Stage": stage})
+		// Every optional resource on: the interceptor, its gateway with the longest name.
+		s := newStack(t, tr, reg, stackName, map[string]string{"Stage": stage, "EnableAgentCoreInterceptor": "true", "AgentCoreGatewayName": strings.Repeat("g", 100)})
 		for id, r := range s.resources() {
 			typ := r["Type"].(string)
 			lim, ok := nameLimits[typ]

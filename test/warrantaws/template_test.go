@@ -97,7 +97,8 @@ func statements(res map[string]any) map[string][]map[string]any {
 		props := get(r, "Properties")
 		switch get(r, "Type") {
 		case "AWS::IAM::Role":
-			for _, p := range get(props, "Policies").([]any) {
+			pols, _ := get(props, "Policies").([]any) // AgentCoreGatewayRole has managed policies only
+			for _, p := range pols {
 				if branches, ok := get(p, "Fn::If").([]any); ok {
 					p = branches[1] // the policy the condition adds (the other branch is AWS::NoValue)
 				}
@@ -125,7 +126,9 @@ func TestTemplatePolicies(t *testing.T) {
 	doc := template(t)
 	res := doc["Resources"].(map[string]any)
 	all := statements(res)
-	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn"}
+	// The interceptor's role signs only when the stack has it (EnableAgentCoreInterceptor).
+	interceptorSigns := fmt.Sprint(map[string]any{"Fn::If": []any{"AgentCoreInterceptor", "!GetAtt InterceptorRole.Arn", "!Ref AWS::NoValue"}})
+	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn", interceptorSigns}
 	for where, sts := range all {
 		for _, s := range sts {
 			actions := strs(s["Action"])
@@ -163,7 +166,7 @@ func TestTemplatePolicies(t *testing.T) {
 		}
 	}
 	// Roles hold no KMS permission at all: only the key policy grants Sign.
-	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"} {
+	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole", "InterceptorRole"} {
 		for _, s := range all[role] {
 			for _, a := range strs(s["Action"]) {
 				if strings.HasPrefix(a, "kms:") {
@@ -258,7 +261,8 @@ func TestTemplatePolicies(t *testing.T) {
 			}
 		}
 	}
-	for role, want := range map[string][]string{"CrawlRole": {"s3:GetObject", "s3:PutObject"}, "ApprovalsRole": {"s3:GetObject"}} {
+	for role, want := range map[string][]string{"CrawlRole": {"s3:GetObject", "s3:PutObject"}, "ApprovalsRole": {"s3:GetObject"},
+		"InterceptorRole": {"s3:GetObject", "s3:PutObject"}} {
 		got := slices.Sorted(slices.Values(objects[role]))
 		if !slices.Equal(got, want) {
 			t.Errorf("%s's actions on the catalog's objects = %v, want exactly %v", role, got, want)
@@ -343,17 +347,20 @@ func TestTemplatePolicies(t *testing.T) {
 			"TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
 		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
 		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET", "CHECKPOINT_KMS_KEY", "CHECKPOINT_ORIGIN"},
+		"InterceptorFunction": {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "INTERCEPTOR_RECORD_EVERY", "INTERCEPTOR_REFRESH", "INTERCEPTOR_ROLE_ARN",
+			"INTERCEPTOR_SERVERS", "INTERCEPTOR_SHADOW", "INTERCEPTOR_STALENESS"},
 	} {
 		if got := env(fn); !slices.Equal(got, want) {
 			t.Errorf("%s environment = %v, want %v", fn, got, want)
 		}
 	}
-	for _, fn := range []string{"CrawlFunction", "ApprovalsFunction"} {
+	for _, fn := range []string{"CrawlFunction", "ApprovalsFunction", "InterceptorFunction"} {
 		if v := get(res, fn, "Properties", "Environment", "Variables", "CATALOG_BLOB_BUCKET"); v != "!Ref CatalogBlobBucket" {
 			t.Errorf("%s: CATALOG_BLOB_BUCKET = %v, want !Ref CatalogBlobBucket", fn, v)
 		}
 	}
-	if get(res, "CrawlFunction", "Properties", "Role") != "!GetAtt CrawlRole.Arn" || get(res, "ApprovalsFunction", "Properties", "Role") != "!GetAtt ApprovalsRole.Arn" {
+	if get(res, "CrawlFunction", "Properties", "Role") != "!GetAtt CrawlRole.Arn" || get(res, "ApprovalsFunction", "Properties", "Role") != "!GetAtt ApprovalsRole.Arn" ||
+		get(res, "InterceptorFunction", "Properties", "Role") != "!GetAtt InterceptorRole.Arn" {
 		t.Error("a function does not run as its own role")
 	}
 }
