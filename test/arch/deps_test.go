@@ -2,8 +2,9 @@
 // one table of what each domain package may link (domain_test.go), and the rules between
 // binaries and adapters (this file): the embedded binaries and their wiring do not link the
 // AWS SDK, the Lambda functions do not link SQLite, gRPC or the local key signer, the pads
-// function links none of toolwarrant's AWS wiring, and the approvals transport does not link
-// the Lambda runtime or its API Gateway proxy.
+// function links none of toolwarrant's AWS wiring, the AgentCore interceptor none of the other
+// enforcement points, the crawl or the approvals API, and the approvals transport does not
+// link the Lambda runtime or its API Gateway proxy.
 package arch_test
 
 import (
@@ -49,6 +50,18 @@ func TestDependencyRules(t *testing.T) {
 			"github.com/agentgate-dev/agentgate/internal/approvalsapi", "github.com/agentgate-dev/agentgate/internal/crawler",
 			"github.com/agentgate-dev/agentgate/internal/audit"},
 			why: "every package a Lambda links is initialised at its cold start: the pads function links the pad store's wiring (internal/app/awsbase), none of toolwarrant's (docs/aws.md, Cold start)"},
+		{pkgs: []string{"./functions/interceptor"}, banned: []string{"github.com/agentgate-dev/agentgate/internal/app/awsapp",
+			"github.com/agentgate-dev/agentgate/internal/extmcp", "github.com/agentgate-dev/agentgate/internal/mcpproxy",
+			"github.com/agentgate-dev/agentgate/internal/crawler", "github.com/agentgate-dev/agentgate/internal/mcpclient",
+			"github.com/agentgate-dev/agentgate/internal/netguard", "github.com/agentgate-dev/agentgate/internal/approvalsapi",
+			"github.com/agentgate-dev/agentgate/internal/httpapi", "github.com/agentgate-dev/agentgate/internal/review",
+			"github.com/agentgate-dev/agentgate/internal/checkpoint", "github.com/awslabs/aws-lambda-go-api-proxy",
+			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/modelcontextprotocol/",
+			"golang.org/x/crypto/ssh", "net/http/httptest", "google.golang.org/grpc"},
+			why: "the interceptor is a thin transport on every MCP message, so its cold start is on a client's path: it links the catalog, the log signer and the decision core (internal/app/awsinterceptor), none of the other points, the crawl, the approvals API or their HTTP servers"},
+		{pkgs: []string{"./internal/agentcore"}, banned: []string{"github.com/aws/aws-sdk-go-v2", "github.com/agentgate-dev/agentgate/internal/app",
+			"github.com/agentgate-dev/agentgate/internal/dynamostore"},
+			why: "the interceptor transport translates AgentCore events to enforce.Messages; the catalog and the SDK are wired in internal/app/awsinterceptor"},
 		{pkgs: []string{"./internal/review"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/sshsig"},
 			why: "the review page is a transport over a Source: the catalog, the SSH signer and the approvals API client are wired in cmd/toolwarrant"},
 	}
