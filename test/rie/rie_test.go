@@ -1,7 +1,8 @@
-// Package rie_test runs the real Lambda runtime loop: it builds functions/pads as bootstrap
-// (CGO_ENABLED=0, -tags lambda.norpc), runs it under aws-lambda-rie on loopback ports with
-// AWS_ENDPOINT_URL pointing at moto (or the endpoint the harness was given), and drives a
-// whole handoff through invocations of the committed events/*.json.
+// Package rie_test runs the real Lambda runtime loop: it builds functions/pads and
+// functions/interceptor as bootstraps (CGO_ENABLED=0, -tags lambda.norpc), runs them under
+// aws-lambda-rie on loopback ports with AWS_ENDPOINT_URL pointing at moto (or the endpoint
+// the harness was given), and drives a whole handoff, and the AgentCore interceptor's
+// REQUEST and RESPONSE events, through invocations of the committed events/*.json.
 package rie_test
 
 import (
@@ -19,12 +20,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentgate-dev/agentgate/internal/awstest"
+	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/locker"
 	"github.com/agentgate-dev/agentgate/internal/rietest"
 	"github.com/agentgate-dev/agentgate/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+// TestMain runs moto (awstest) and, for the interceptor's log key, the in-process KMS.
+func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 
 // invoke sends one API Gateway event and decodes the function's response.
 func invoke(ctx context.Context, emu *rietest.Emulator, ev events.APIGatewayV2HTTPRequest, first bool) (events.APIGatewayV2HTTPResponse, error) {
