@@ -36,7 +36,7 @@ func TestAgentCoreInterceptor(t *testing.T) {
 	fn := get(res["InterceptorFunction"], "Properties")
 	if get(fn, "Runtime") != "provided.al2023" || !equal(get(fn, "Architectures"), []any{"arm64"}) || get(fn, "Handler") != "bootstrap" ||
 		!equal(get(fn, "Role"), getAtt("InterceptorRole", "Arn")) || !equal(get(fn, "LoggingConfig", "LogGroup"), ref("InterceptorFunctionLogs")) ||
-		get(fn, "ReservedConcurrentExecutions") != nil {
+		get(fn, "ReservedConcurrentExecutions") != nil || get(fn, "LoggingConfig", "SystemLogLevel") != "WARN" {
 		t.Errorf("InterceptorFunction = %v", fn)
 	}
 	if get(fn, "Environment", "Variables", "INTERCEPTOR_SHADOW") == nil || !equal(get(fn, "Environment", "Variables", "INTERCEPTOR_SHADOW"), ref("InterceptorShadow")) {
