@@ -359,7 +359,7 @@ func TestMisconfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckConfig(p.Config()); err == nil || !strings.Contains(err.Error(), "Stateless") || !strings.Contains(err.Error(), "prefixed") {
+	if err := CheckConfig(p.Config()); err == nil || !strings.Contains(err.Error(), "stateless calls") || !strings.Contains(err.Error(), "prefixed") {
 		t.Errorf("CheckConfig of an ExtMcp configuration: %v", err)
 	}
 	e := denial(t, must(Handler(p, Options{}).Invoke(t.Context(), requestEvent(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))))

@@ -81,7 +81,7 @@ func CheckConfig(c enforce.Config) error {
 		errs = append(errs, errors.New("PassMethods is off: every initialize and notification would be denied"))
 	}
 	if !c.Stateless {
-		errs = append(errs, errors.New("Stateless is off: calls would be denied as unlisted in every execution environment that served no listing"))
+		errs = append(errs, errors.New("stateless calls are off: calls would be denied as unlisted in every execution environment that served no listing"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("agentcore: the processor is not configured for the interceptor: %w", err)
