@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -333,7 +332,7 @@ func (c Config) pointNoun() string {
 	switch {
 	case c.Point == PointProxy:
 		return "proxy"
-	case strings.HasPrefix(c.Point, PointAgentCore):
+	case c.Point == PointAgentCore:
 		return "interceptor"
 	default:
 		return "gateway"

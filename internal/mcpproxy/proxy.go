@@ -2,6 +2,7 @@ package mcpproxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -308,7 +309,7 @@ func headerMismatch(h http.Header, e mcpmsg.Message) string {
 		want, found = mcpmsg.StringMember(e.Params(), member)
 	}
 	if !found || decodeHeader(n) != want {
-		return fmt.Sprintf("the Mcp-Name header %q does not match the body (%s)", n, cmpOr(member, "no name for "+e.Method))
+		return fmt.Sprintf("the Mcp-Name header %q does not match the body (%s)", n, cmp.Or(member, "no name for "+e.Method))
 	}
 	return ""
 }
@@ -324,13 +325,6 @@ func decodeHeader(v string) string {
 		}
 	}
 	return v
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // requestHeaders are the client headers forwarded upstream. Authorization and cookies are

@@ -154,28 +154,10 @@ func (s *stack) verify() []gatewayconf.Finding {
 // client connects an MCP client to the gateway.
 func (s *stack) client() *mcp.ClientSession {
 	s.t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
-	cs, err := c.Connect(s.t.Context(), &mcp.StreamableClientTransport{Endpoint: s.gatewayURL, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { cs.Close() })
-	return cs
+	return testenv.MCPSession(s.t, s.gatewayURL, "", false)
 }
 
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tool := range res.Tools {
-		out = append(out, tool.Name)
-	}
-	slices.Sort(out)
-	return out
-}
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string { return testenv.ToolNames(t, cs) }
 
 func callErr(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) error {
 	t.Helper()

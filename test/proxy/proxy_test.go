@@ -335,29 +335,10 @@ func listedNames(t *testing.T, out string) []string {
 // session connects the go-sdk client to url, offering protocol version (the client's
 // default when "").
 func session(t *testing.T, url, version string) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "proxy-test", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return testenv.MCPSession(t, url, version, true)
 }
 
-func names(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tool := range res.Tools {
-		out = append(out, tool.Name)
-	}
-	slices.Sort(out)
-	return out
-}
+func names(t *testing.T, cs *mcp.ClientSession) []string { return testenv.ToolNames(t, cs) }
 
 // TestInspectorAndEverything: server-everything behind the proxy, two of its tools
 // approved. The MCP Inspector CLI lists exactly those two over Streamable HTTP and over the
