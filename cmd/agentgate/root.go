@@ -15,6 +15,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 )
 
 // exitCodes is the "Exit codes" section of a command's help (cli.ExitCodes); found ""
@@ -32,6 +33,8 @@ type opts struct {
 	lockfile    string
 	snapshot    string
 	timeout     time.Duration
+	// limits bound what each server may make us read (readbound).
+	limits readbound.Limits
 }
 
 type app struct {
@@ -40,6 +43,7 @@ type app struct {
 
 	flagConfig, flagLockfile, flagSnapshot string
 	flagTimeout                            time.Duration
+	flagLimits                             [3]readbound.Size // message, listing, server
 
 	lockJSON bool       // lock --json
 	lockOut  lockResult // what lock did, for --json
@@ -73,10 +77,25 @@ could not run; its --help says which apply.`,
 	pf.StringVar(&a.flagLockfile, "lockfile", "", "lockfile `PATH` (env AGENTGATE_LOCKFILE; default ./agentgate.lock)")
 	pf.StringVar(&a.flagSnapshot, "snapshot", "", "snapshot `PATH`, the lockfile's plaintext companion used for word diffs (env AGENTGATE_SNAPSHOT; default: agentgate.snapshot.json beside the lockfile)")
 	pf.DurationVar(&a.flagTimeout, "timeout", 0, "per-server `DURATION` to start, handshake and list every page (env AGENTGATE_TIMEOUT; default 30s)")
+	for i, b := range boundFlags {
+		pf.Var(&a.flagLimits[i], strings.TrimPrefix(b.kind.Flag(), "--"), fmt.Sprintf("the most one server may send in %s (env %s; default %s)", b.what, b.env, readbound.FormatSize(b.def)))
+	}
 
 	root.AddCommand(a.lockCmd(), a.diffCmd(), a.ciCmd())
 	cli.Setup(root, env, versionInfo(d))
 	return root
+}
+
+// boundFlags are the read bounds every command takes, in the order of opts.flagLimits.
+var boundFlags = [3]struct {
+	kind readbound.Kind
+	what string
+	env  string
+	def  int64
+}{
+	{readbound.KindMessage, "one message (an HTTP body, a server-sent event, a stdio line)", "AGENTGATE_MAX_MESSAGE_BYTES", readbound.DefaultMessageBytes},
+	{readbound.KindListing, "all pages of one list", "AGENTGATE_MAX_LISTING_BYTES", readbound.DefaultListingBytes},
+	{readbound.KindServer, "a whole listing session", "AGENTGATE_MAX_SERVER_BYTES", readbound.DefaultServerBytes},
 }
 
 // resolve applies flag > environment > default to the shared settings.
@@ -122,6 +141,20 @@ func (a *app) resolve(cmd *cobra.Command, needConfig bool) (opts, error) {
 	if o.timeout <= 0 {
 		return o, cli.Usage(cmd, "--timeout must be positive, such as 30s")
 	}
+	sizes := [3]int64{}
+	for i, b := range boundFlags {
+		sizes[i] = b.def
+		if flag := strings.TrimPrefix(b.kind.Flag(), "--"); cmd.Flags().Changed(flag) {
+			sizes[i] = int64(a.flagLimits[i])
+		} else if v := a.env.Getenv(b.env); v != "" {
+			var sz readbound.Size
+			if err := sz.Set(v); err != nil {
+				return o, cli.Usage(cmd, "%s=%q: %v", b.env, v, err)
+			}
+			sizes[i] = int64(sz)
+		}
+	}
+	o.limits = readbound.Limits{Message: sizes[0], Listing: sizes[1], Server: sizes[2]}
 
 	if !needConfig {
 		return o, nil
@@ -349,6 +382,7 @@ func inParallel[J, R any](a *app, jobs []J, unit string, fromZero bool, one func
 func (a *app) listOptions(o opts) mcpclient.Options {
 	return mcpclient.Options{
 		Timeout:       o.timeout,
+		Limits:        o.limits,
 		Environ:       a.deps.environ,
 		ClientName:    "agentgate",
 		ClientVersion: a.deps.version,

@@ -59,8 +59,10 @@ served twice is refused, naming the server, the tool and the byte offset; the re
 listing is still recorded.
 
 Servers are listed concurrently ($TOOLWARRANT_CRAWL_CONCURRENCY, default 4), each bounded by
-$TOOLWARRANT_CRAWL_TIMEOUT (default 30s) and $TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES per
-response (default 10 MiB). Header values come from the variables named by
+$TOOLWARRANT_CRAWL_TIMEOUT (default 30s), $TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES per
+message (a body or a server-sent event; default 10 MiB), $TOOLWARRANT_CRAWL_MAX_LISTING_BYTES
+for all pages of tools/list (24 MiB) and $TOOLWARRANT_CRAWL_MAX_SERVER_BYTES for everything
+the server sends (32 MiB). A server over a bound is not recorded; the others are. Header values come from the variables named by
 'server add --header-env'. Progress goes to stderr when it is a terminal.` +
 			exitCodes("every server was crawled and nothing new was seen",
 				"every server was crawled, and a new version was recorded or a tool refused") +
@@ -75,6 +77,7 @@ response (default 10 MiB). Header values come from the variables named by
 			defer cat.Close()
 			ccfg := a.deps.crawl
 			ccfg.Concurrency, ccfg.Timeout, ccfg.MaxResponseBytes = cfg.CrawlConcurrency, cfg.CrawlTimeout, cfg.CrawlMaxResponseBytes
+			ccfg.MaxListingBytes, ccfg.MaxServerBytes = cfg.CrawlMaxListingBytes, cfg.CrawlMaxServerBytes
 			ccfg.ClientVersion = a.deps.version
 			if cli.IsTerminal(a.env.Stderr) {
 				ccfg.Progress = func(done, total int, name string) {

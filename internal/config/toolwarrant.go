@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -21,6 +22,9 @@ const (
 	DefaultCrawlTimeout           = 30 * time.Second
 	DefaultCrawlMaxResponseBytes  = 10 << 20
 	maxCrawlMaxResponseBytesLimit = 1 << 30
+	// DefaultCrawlMaxListingBytes and DefaultCrawlMaxServerBytes are crawler's defaults.
+	DefaultCrawlMaxListingBytes = 24 << 20
+	DefaultCrawlMaxServerBytes  = 32 << 20
 )
 
 // Toolwarrant is the configuration of the toolwarrant CLI read from the environment.
@@ -49,6 +53,14 @@ type Toolwarrant struct {
 	// CrawlMaxResponseBytes is TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES, the bound on each HTTP
 	// response body from an upstream, in bytes (1 KiB to 1 GiB). Default 10 MiB.
 	CrawlMaxResponseBytes int64
+	// CrawlMaxListingBytes is TOOLWARRANT_CRAWL_MAX_LISTING_BYTES, the bound on all pages of
+	// one server's tools/list together (a size: 24MiB, or bytes; 1 KiB to 1 GiB). Default
+	// 24 MiB.
+	CrawlMaxListingBytes int64
+	// CrawlMaxServerBytes is TOOLWARRANT_CRAWL_MAX_SERVER_BYTES, the bound on everything one
+	// server sends in one crawl, across bodies, event streams and pages (1 KiB to 1 GiB).
+	// Default 32 MiB. A crawl holds at most about CrawlConcurrency times this.
+	CrawlMaxServerBytes int64
 	// CatalogBlobBucket is CATALOG_BLOB_BUCKET, the S3 bucket of the DynamoDB catalog's
 	// large objects (template.yaml's CatalogBlobBucket), read by serve with --store
 	// dynamodb:TABLE (--blob-bucket overrides it). Default "": none.
@@ -66,14 +78,16 @@ type Toolwarrant struct {
 func (c Toolwarrant) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("log_key", c.LogKey), slog.String("identity", c.Identity),
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
-		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote))
+		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.Int64("crawl_max_listing_bytes", c.CrawlMaxListingBytes),
+		slog.Int64("crawl_max_server_bytes", c.CrawlMaxServerBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote))
 }
 
 // LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
 // problem together.
 func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 	c := Toolwarrant{Catalog: DefaultToolwarrantCatalog, CrawlConcurrency: DefaultCrawlConcurrency,
-		CrawlTimeout: DefaultCrawlTimeout, CrawlMaxResponseBytes: DefaultCrawlMaxResponseBytes}
+		CrawlTimeout: DefaultCrawlTimeout, CrawlMaxResponseBytes: DefaultCrawlMaxResponseBytes,
+		CrawlMaxListingBytes: DefaultCrawlMaxListingBytes, CrawlMaxServerBytes: DefaultCrawlMaxServerBytes}
 	var errs []error
 	if v := strings.TrimSpace(getenv("TOOLWARRANT_CATALOG")); v != "" {
 		c.Catalog = v
@@ -101,17 +115,27 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 			c.CrawlTimeout = d
 		}
 	}
-	if v := strings.TrimSpace(getenv("TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES")); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1024 || n > maxCrawlMaxResponseBytesLimit {
-			errs = append(errs, fmt.Errorf("TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES=%q must be a number of bytes from 1024 to %d", v, maxCrawlMaxResponseBytesLimit))
-		} else {
-			c.CrawlMaxResponseBytes = n
-		}
-	}
+	crawlSize(getenv, "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES", &c.CrawlMaxResponseBytes, &errs)
+	crawlSize(getenv, "TOOLWARRANT_CRAWL_MAX_LISTING_BYTES", &c.CrawlMaxListingBytes, &errs)
+	crawlSize(getenv, "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES", &c.CrawlMaxServerBytes, &errs)
 	c.CatalogBlobBucket = catalogBlobBucket(getenv, &errs)
 	boolVar(getenv, "TOOLWARRANT_S3_PATH_STYLE", &c.S3PathStyle, &errs)
 	return c, errors.Join(errs...)
+}
+
+// crawlSize reads one of the crawl's read bounds: a size (16MiB) or a number of bytes,
+// from 1 KiB to 1 GiB.
+func crawlSize(getenv func(string) string, name string, dst *int64, errs *[]error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return
+	}
+	n, err := readbound.ParseSize(v)
+	if err != nil || n < 1024 || n > maxCrawlMaxResponseBytesLimit {
+		*errs = append(*errs, fmt.Errorf("%s=%q must be a size from 1KiB to 1GiB, such as 10MiB, or a number of bytes from 1024 to %d", name, v, maxCrawlMaxResponseBytesLimit))
+		return
+	}
+	*dst = n
 }
 
 // ParseHeaderEnv parses a --header-env value, "Header=ENVVAR": the header to send and the

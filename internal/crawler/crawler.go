@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -28,6 +29,8 @@ const (
 	DefaultConcurrency      = 4
 	DefaultTimeout          = 30 * time.Second
 	DefaultMaxResponseBytes = 10 << 20
+	DefaultMaxListingBytes  = 24 << 20
+	DefaultMaxServerBytes   = 32 << 20
 	DefaultMaxTools         = 10000
 )
 
@@ -41,8 +44,18 @@ type Config struct {
 	Concurrency int
 	// Timeout bounds one server's whole listing: connect, handshake, every page. Default 30s.
 	Timeout time.Duration
-	// MaxResponseBytes bounds each HTTP response body. Default 10 MiB.
+	// MaxResponseBytes bounds each HTTP response body and each server-sent event: one
+	// message. Default 10 MiB.
 	MaxResponseBytes int64
+	// MaxListingBytes bounds all pages of one list method together. Default 24 MiB.
+	MaxListingBytes int64
+	// MaxServerBytes bounds everything one server sends in one listing, across bodies,
+	// streams and pages. Default 32 MiB: with Concurrency servers at once, a crawl holds
+	// at most about Concurrency × MaxServerBytes of what servers sent.
+	MaxServerBytes int64
+	// Knob names the setting that raises a bound, for errors. Default: the environment
+	// variables of internal/config (TOOLWARRANT_CRAWL_MAX_*_BYTES).
+	Knob func(readbound.Kind) string
 	// MaxTools bounds the tools accepted from one server. Default 10000.
 	MaxTools int
 	// Resolver resolves host names. Default net.DefaultResolver. Tests inject one.
@@ -66,6 +79,11 @@ func (c Config) withDefaults() Config {
 	c.Concurrency = setting.Positive(c.Concurrency, DefaultConcurrency)
 	c.Timeout = setting.Positive(c.Timeout, DefaultTimeout)
 	c.MaxResponseBytes = setting.Positive(c.MaxResponseBytes, DefaultMaxResponseBytes)
+	c.MaxListingBytes = setting.Positive(c.MaxListingBytes, DefaultMaxListingBytes)
+	c.MaxServerBytes = setting.Positive(c.MaxServerBytes, DefaultMaxServerBytes)
+	if c.Knob == nil {
+		c.Knob = EnvKnob
+	}
 	c.MaxTools = setting.Positive(c.MaxTools, DefaultMaxTools)
 	c.ClientName = cmp.Or(c.ClientName, "toolwarrant")
 	c.ClientVersion = cmp.Or(c.ClientVersion, "dev")
@@ -74,6 +92,19 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// EnvKnob names the environment variable that raises each bound of a crawl (the CLI's and
+// the crawl function's).
+func EnvKnob(k readbound.Kind) string {
+	switch k {
+	case readbound.KindMessage:
+		return "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES"
+	case readbound.KindListing:
+		return "TOOLWARRANT_CRAWL_MAX_LISTING_BYTES"
+	default:
+		return "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES"
+	}
 }
 
 // Target is one server to list and the header values resolved for it from the
@@ -153,15 +184,18 @@ func crawlOne(ctx context.Context, cfg Config, t Target) Outcome {
 		return o
 	}
 	rec := &recorder{}
-	hc := guard.HTTPClient(netguard.ClientConfig{Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, TLSConfig: cfg.TLSConfig})
+	// The read bounds (one message, one listing, the server) are mcpclient's, which name
+	// them; netguard's bound on one response is only a backstop above them.
+	hc := guard.HTTPClient(netguard.ClientConfig{Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxServerBytes + 1, TLSConfig: cfg.TLSConfig})
 	hc = rec.watch(hc)
 
 	l, err := mcpclient.ListTools(ctx, mcpclient.Server{Name: s.Name, Transport: mcpclient.TransportHTTP, URL: s.URL, Headers: t.Headers},
 		mcpclient.Options{Timeout: cfg.Timeout, HTTPClient: hc, MaxTools: cfg.MaxTools,
+			Limits:     readbound.Limits{Message: cfg.MaxResponseBytes, Listing: cfg.MaxListingBytes, Server: cfg.MaxServerBytes, Knob: cfg.Knob},
 			ClientName: cfg.ClientName, ClientVersion: cfg.ClientVersion, Logger: cfg.Logger})
 	finished := cfg.Now()
 	if err != nil {
-		if gerr := rec.get(); gerr != nil {
+		if gerr := rec.get(); gerr != nil && !errors.Is(err, readbound.ErrExceeded) {
 			if errors.Is(gerr, netguard.ErrForbiddenAddress) || errors.Is(gerr, netguard.ErrInvalidURL) {
 				o.Err = fmt.Errorf("server %q: %w: %w", s.Name, ErrRefused, gerr)
 			} else {

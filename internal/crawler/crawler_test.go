@@ -17,7 +17,9 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/canon"
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
+	"github.com/agentgate-dev/agentgate/internal/mcpclient/hostile"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -134,8 +136,58 @@ func TestCrawlBoundsTimeAndSize(t *testing.T) {
 	big.Padding = 64 << 10
 	srv = serve(t, big)
 	o = CrawlOne(t.Context(), Config{Timeout: 10 * time.Second, MaxResponseBytes: 16 << 10}, loopbackTarget("big", srv.URL+"/mcp"))
-	if !errors.Is(o.Err, netguard.ErrResponseTooLarge) {
-		t.Errorf("oversized response: %v, want ErrResponseTooLarge", o.Err)
+	var be *readbound.Error
+	if !errors.As(o.Err, &be) || be.Kind != readbound.KindMessage || !errors.Is(o.Err, mcpclient.ErrProtocol) ||
+		!strings.Contains(o.Err.Error(), "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES") {
+		t.Errorf("oversized response: %v, want the message bound naming its variable", o.Err)
+	}
+}
+
+// TestCrawlBoundsEachServerAcrossPages: endless pages each under the message bound are
+// stopped by the listing bound and, with a larger one, by the server bound; the hostile
+// server's outcome is refused while the other servers are crawled.
+func TestCrawlBoundsEachServerAcrossPages(t *testing.T) {
+	pages := &hostile.Server{Mode: hostile.Pages, Size: 900 << 10}
+	event := &hostile.Server{Mode: hostile.EndlessEvent}
+	body := &hostile.Server{Mode: hostile.Body, Size: 1 << 30}
+	good := serve(t, fixture.New(fixture.Tools("t", 3)...))
+	targets := []Target{
+		loopbackTarget("good", good.URL+"/mcp"),
+		loopbackTarget("pages", serve(t, pages).URL+"/mcp"),
+		loopbackTarget("event", serve(t, event).URL+"/mcp"),
+		loopbackTarget("body", serve(t, body).URL+"/mcp"),
+	}
+	cfg := Config{Timeout: 20 * time.Second, MaxResponseBytes: 1 << 20, MaxListingBytes: 4 << 20, MaxServerBytes: 6 << 20}
+	outs := Crawl(t.Context(), cfg, targets)
+	want := map[string]readbound.Kind{"pages": readbound.KindListing, "event": readbound.KindMessage, "body": readbound.KindMessage}
+	for _, o := range outs {
+		if o.Server == "good" {
+			if o.Err != nil || o.Listing == nil || len(o.Listing.Tools) != 3 {
+				t.Errorf("good: %v", o.Err)
+			}
+			continue
+		}
+		var be *readbound.Error
+		if !errors.As(o.Err, &be) || be.Kind != want[o.Server] || o.Listing != nil {
+			t.Errorf("%s: %v, want the %s bound", o.Server, o.Err, want[o.Server])
+		}
+	}
+	if n := pages.Lists(); n > 6 {
+		t.Errorf("the pages server was asked for %d pages; the listing bound should stop it at 5", n)
+	}
+	for _, h := range []*hostile.Server{pages, event, body} {
+		if h.Sent() > 64<<20 {
+			t.Errorf("a hostile server wrote %d bytes before the crawler hung up", h.Sent())
+		}
+	}
+
+	// With a listing bound above the server bound, the server bound stops the pages.
+	pages2 := &hostile.Server{Mode: hostile.Pages, Size: 900 << 10}
+	o := CrawlOne(t.Context(), Config{Timeout: 20 * time.Second, MaxResponseBytes: 1 << 20, MaxListingBytes: 1 << 30, MaxServerBytes: 3 << 20},
+		loopbackTarget("pages", serve(t, pages2).URL+"/mcp"))
+	var be *readbound.Error
+	if !errors.As(o.Err, &be) || be.Kind != readbound.KindServer || !strings.Contains(o.Err.Error(), "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES") {
+		t.Errorf("server bound: %v", o.Err)
 	}
 }
 

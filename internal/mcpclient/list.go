@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 	"github.com/agentgate-dev/agentgate/internal/setting"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -66,6 +68,10 @@ type Options struct {
 	// MaxSkippedLines bounds the lines a stdio server may print on stdout that are not
 	// JSON-RPC (each is skipped and logged). Zero means DefaultMaxSkippedLines.
 	MaxSkippedLines int
+	// Limits bound what the server may make the client read — one message (an HTTP body,
+	// one server-sent event, one stdio line), every page of one list method, everything in
+	// the session — enforced while reading. Zero fields take readbound's defaults.
+	Limits readbound.Limits
 }
 
 // DefaultProbeTimeout bounds the wait for an answer to server/discover: a server that
@@ -250,7 +256,8 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 	cmd.WaitDelay = 2 * time.Second
 	setProcessGroup(cmd)
 
-	filter := &lineFilter{max: setting.Positive(opts.MaxSkippedLines, DefaultMaxSkippedLines), logger: opts.logger(), server: s.Name}
+	budget := readbound.NewBudget(opts.Limits)
+	filter := &lineFilter{max: setting.Positive(opts.MaxSkippedLines, DefaultMaxSkippedLines), logger: opts.logger(), server: s.Name, budget: budget}
 	tap := opts.newTap()
 	stdio := &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}
 	transport := &tapTransport{inner: stdio, tap: tap}
@@ -261,7 +268,10 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 			killProcessGroup(cmd.Process.Pid)
 		}
 	}()
-	err := list(ctx, s, opts, transport, tap, l, legacy)
+	err := list(ctx, s, opts, transport, tap, budget, l, legacy)
+	if e := budget.Exceeded(); e != nil {
+		return l, tap, boundError(s, e)
+	}
 	if n, first := filter.stats(); n > 0 {
 		l.Notes = append(l.Notes, fmt.Sprintf("skipped %d %s on stdout that %s not JSON-RPC (the first: %s)", n, plural(n, "line", "lines"), plural(n, "is", "are"), first))
 	}
@@ -308,15 +318,22 @@ func listRemote(ctx context.Context, s Server, opts Options, t Transport) (*List
 	// Over HTTP every request gets a status at once, so the probe needs no deadline of its
 	// own (a slow server would otherwise be taken for a legacy one).
 	tap := newTap(opts.profile().Capabilities, 0)
-	hc := wrapHTTPClient(opts.HTTPClient, s, tap)
+	budget := readbound.NewBudget(opts.Limits)
+	hc := wrapHTTPClient(opts.HTTPClient, s, tap, budget)
+	// The SDK's own bound on one event stays above ours, so that ours, which names the
+	// flag, is the one that fires.
+	sdkEvent := int(min(budget.Limits().Message*2, 1<<40))
 	var inner mcp.Transport
 	if t == TransportSSE {
-		inner = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
+		inner = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxEventSize: sdkEvent}
 	} else {
-		inner = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: 2}
+		inner = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: 2, MaxEventSize: sdkEvent}
 	}
 	l := &Listing{Server: s.Name, Transport: t}
-	err := list(ctx, s, opts, &tapTransport{inner: inner, tap: tap}, tap, l, false)
+	err := list(ctx, s, opts, &tapTransport{inner: inner, tap: tap}, tap, budget, l, false)
+	if e := budget.Exceeded(); e != nil {
+		return l, boundError(s, e)
+	}
 	if err != nil && !errors.Is(err, ErrProtocol) {
 		if he := tap.lastHTTPError(); he != nil {
 			err = fmt.Errorf("%w (%s)", err, he)
@@ -326,7 +343,7 @@ func listRemote(ctx context.Context, s Server, opts Options, t Transport) (*List
 }
 
 // list runs the handshake and the paginated list calls over transport.
-func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, tap *tap, l *Listing, legacy bool) error {
+func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, tap *tap, budget *readbound.Budget, l *Listing, legacy bool) error {
 	name, version := opts.ClientName, opts.ClientVersion
 	if name == "" {
 		name = "agentgate"
@@ -368,7 +385,7 @@ func list(ctx context.Context, s Server, opts Options, transport mcp.Transport, 
 	if init != nil && init.Capabilities != nil {
 		caps = init.Capabilities
 	}
-	p := pager{s: s, cs: cs, tap: tap, maxPages: setting.Positive(opts.MaxPages, DefaultMaxPages),
+	p := pager{s: s, cs: cs, tap: tap, budget: budget, maxPages: setting.Positive(opts.MaxPages, DefaultMaxPages),
 		maxItems: setting.Positive(opts.MaxTools, DefaultMaxTools)}
 	if init == nil || caps.Tools != nil {
 		items, pages, err := p.all(ctx, "tools/list", "tools", "name")
@@ -435,6 +452,7 @@ type pager struct {
 	s                  Server
 	cs                 *mcp.ClientSession
 	tap                *tap
+	budget             *readbound.Budget
 	maxPages, maxItems int
 }
 
@@ -445,6 +463,7 @@ func (p pager) all(ctx context.Context, method, member, key string) ([]Item, int
 	var items []Item
 	seen := map[string]bool{}
 	cursor := ""
+	total := p.budget.Listing(method)
 	for page := 0; ; page++ {
 		if page >= p.maxPages {
 			return nil, page, fmt.Errorf("server %q: %w: more than %d pages of %s", p.s.Name, ErrProtocol, p.maxPages, method)
@@ -470,6 +489,9 @@ func (p pager) all(ctx context.Context, method, member, key string) ([]Item, int
 		raw, ok := p.tap.take(method)
 		if !ok {
 			return nil, page, fmt.Errorf("server %q: %w: %s page %d was not seen on the wire", p.s.Name, ErrProtocol, method, page+1)
+		}
+		if err := total.Add(len(raw)); err != nil {
+			return nil, page, boundError(p.s, err.(*readbound.Error))
 		}
 		got, next, err := parsePage(raw, member, key)
 		if err != nil {
@@ -539,7 +561,7 @@ func parsePage(result json.RawMessage, member, key string) ([]Item, string, erro
 // configured headers, keeps the body of HTTP error responses (redacted) for error messages,
 // and, because the tapped connection hides the negotiated version from the SDK's HTTP
 // transport, adds the MCP-Protocol-Version header.
-func wrapHTTPClient(base *http.Client, s Server, tap *tap) *http.Client {
+func wrapHTTPClient(base *http.Client, s Server, tap *tap, budget *readbound.Budget) *http.Client {
 	var hc http.Client
 	if base != nil {
 		hc = *base
@@ -548,7 +570,7 @@ func wrapHTTPClient(base *http.Client, s Server, tap *tap) *http.Client {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	hc.Transport = &headerTransport{base: rt, headers: s.Headers, secrets: secretsOf(s), tap: tap}
+	hc.Transport = &headerTransport{base: rt, headers: s.Headers, secrets: secretsOf(s), tap: tap, budget: budget}
 	return &hc
 }
 
@@ -557,6 +579,7 @@ type headerTransport struct {
 	headers map[string]string
 	secrets []string
 	tap     *tap
+	budget  *readbound.Budget
 }
 
 func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -571,9 +594,22 @@ func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := h.base.RoundTrip(req)
 	if err == nil {
+		if resp.Body != nil {
+			framing := readbound.Whole
+			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+				framing = readbound.Events
+			}
+			resp.Body = h.budget.Body(resp.Body, framing)
+		}
 		captureError(resp, h.secrets, h.tap)
 	}
 	return resp, err
+}
+
+// boundError is the error of a listing that crossed a read bound: the server's answer is
+// refused, whatever the SDK made of the failed read.
+func boundError(s Server, e *readbound.Error) error {
+	return fmt.Errorf("server %q: %w: %w", s.Name, ErrProtocol, e)
 }
 
 // tailBuffer keeps the last max bytes written to it (a child's stderr).

@@ -47,7 +47,7 @@ var rawTools = []string{
 
 // fakeServer answers initialize and tools/list (two pages) on stdin/stdout. mode is a
 // comma-separated list of behaviours: "hang" never answers; "exit" prints to stderr and
-// exits at once; the misbehaviours of misbehaving_test.go ("ignore-unknown",
+// exits at once; "pad=N" pages forever, N bytes a page; the misbehaviours of misbehaving_test.go ("ignore-unknown",
 // "exit-on-unknown", "banner", "flood", "slow=MS") and "everything" (prompts, resources,
 // templates and instructions; the instructions echo the capabilities the client declared).
 func fakeServer(mode string) {
@@ -111,9 +111,14 @@ func fakeServer(mode string) {
 				fmt.Println("initialized; serving tools")
 			}
 		case "tools/list":
-			if req.Params.Cursor == "" {
+			switch {
+			case flags["pad"] != "":
+				// "pad=N": endless pages, each with a tool whose description is N bytes.
+				n, _ := strconv.Atoi(flags["pad"])
+				result = `{"tools":[{"name":"t","inputSchema":{"type":"object"},"description":"` + strings.Repeat("a", n) + `"}],"nextCursor":"p` + req.Params.Cursor + `x"}`
+			case req.Params.Cursor == "":
 				result = `{"tools":[` + rawTools[0] + `,` + rawTools[1] + `],"nextCursor":"p2"}`
-			} else {
+			default:
 				result = `{"tools":[` + rawTools[2] + `]}`
 			}
 		case "prompts/list":

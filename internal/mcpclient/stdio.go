@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 	"github.com/agentgate-dev/agentgate/internal/textguard"
 )
 
@@ -23,8 +24,6 @@ import (
 const (
 	// DefaultMaxSkippedLines bounds the non-JSON lines skipped on a server's stdout.
 	DefaultMaxSkippedLines = 1000
-	// maxLine bounds one line of a server's stdout (as the SDK bounds one frame).
-	maxLine = mcp.DefaultMaxLineLength
 )
 
 // stdioTransport runs a command and speaks newline-delimited JSON-RPC over its stdin and
@@ -54,7 +53,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	t.filter.r = bufio.NewReaderSize(stdout, 64*1024)
-	return (&mcp.IOTransport{Reader: io.NopCloser(t.filter), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}}).Connect(ctx)
+	// The filter bounds every line by the message bound first, naming it; the SDK's bound
+	// stays above it.
+	sdkLine := int(min(t.filter.budget.Limits().Message+1, 1<<40))
+	return (&mcp.IOTransport{MaxLineLength: sdkLine, Reader: io.NopCloser(t.filter), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}}).Connect(ctx)
 }
 
 // childStdin is the child's stdin; closing it stops the child as the MCP specification says:
@@ -101,6 +103,7 @@ type lineFilter struct {
 	max    int
 	logger *slog.Logger
 	server string
+	budget *readbound.Budget // every byte of stdout is charged; a line is one message
 
 	buf     []byte // the rest of the current line to hand out
 	pending error  // the read error to return once buf is handed out
@@ -135,14 +138,18 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readLine reads one line, without its newline, of at most maxLine bytes.
+// readLine reads one line, without its newline, of at most the message bound.
 func (f *lineFilter) readLine() ([]byte, error) {
 	var line []byte
+	limit := f.budget.Limits().Message
 	for {
 		chunk, err := f.r.ReadSlice('\n')
+		if cerr := f.budget.Charge(len(chunk)); cerr != nil {
+			return nil, cerr
+		}
 		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("a line of more than %d bytes on the server's stdout", maxLine)
+		if int64(len(line)) > limit {
+			return nil, f.budget.Fail(&readbound.Error{Kind: readbound.KindMessage, Limit: limit, What: "a line on the server's stdout"})
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue

@@ -111,6 +111,7 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 		}
 		cc := d.Crawler
 		cc.Concurrency, cc.Timeout, cc.MaxResponseBytes = d.Bounds.CrawlConcurrency, d.Bounds.CrawlTimeout, d.Bounds.CrawlMaxResponseBytes
+		cc.MaxListingBytes, cc.MaxServerBytes = d.Bounds.CrawlMaxListingBytes, d.Bounds.CrawlMaxServerBytes
 		if cc.Logger == nil {
 			cc.Logger = log
 		}
