@@ -99,7 +99,7 @@ type PadCounts struct {
 
 // StoreHealth is what a store reports about itself for /health.
 type StoreHealth struct {
-	Writable bool // the store accepts writes (not opened or mounted read-only)
+	Writable bool // the store accepts writes: not opened or mounted read-only, and its last write was not refused for lack of space or an I/O error
 	WALMode  bool // SQLite: journal_mode is WAL. Stores without a SQLite journal (DynamoDB) report false
 	Pads     PadCounts
 }

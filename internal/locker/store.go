@@ -66,8 +66,11 @@ type Store interface {
 	// HasReceipt reports whether a payment receipt with txHash is stored.
 	HasReceipt(ctx context.Context, txHash string) (bool, error)
 
-	// Health reports writability and pad counts without taking part in any write
-	// transaction. An error means the store cannot be read at all.
+	// Health reports writability and pad counts without taking part in any other write's
+	// transaction. Writable is false while the store refuses writes (read-only, or its last
+	// write failed for lack of space or with an I/O error) and true again once a write
+	// commits; to find that out without a client's write, a driver may run a write probe of
+	// its own, in a transaction of its own. An error means the store cannot be read at all.
 	Health(ctx context.Context) (StoreHealth, error)
 }
 

@@ -12,6 +12,10 @@
 // groupcommit.go: a write is acknowledged only after that commit —, a small read-only pool for
 // request reads, and a separate read-only connection for /health that issues no transaction
 // control at all, so polling health can never end or corrupt another request's transaction.
+// Health's writable is false once the file refuses a write (SQLITE_FULL — a full disk —,
+// a read-only file, I/O errors); while it does, Health queues a write probe through the
+// committer, in a transaction of its own, so the store says writable again as soon as a
+// write commits (Store.Health).
 // Writes are check-and-set on the pad row (see README.md), which is what the locker.Store
 // port promises and what the DynamoDB driver does with condition expressions.
 package sqlitestore

@@ -213,6 +213,37 @@ func transient(code int) bool {
 	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED || code == sqlite3.SQLITE_FULL || code == sqlite3.SQLITE_IOERR
 }
 
+// refusesWrites reports whether err (a driver error, or one wrap made of it) means the file
+// cannot take writes now: the disk or a size limit is full (SQLITE_FULL, which is what
+// ENOSPC is to SQLite), the file or its file system is read-only, the journal cannot be
+// opened, or writing failed with an I/O error. Another writer's lock (BUSY, LOCKED) is not
+// one: the store still takes writes.
+func refusesWrites(err error) bool {
+	if err == nil {
+		return false
+	}
+	code := sqliteCode(err)
+	var c driverCode
+	if errors.As(err, &c) {
+		code = c.code
+	}
+	switch code {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR:
+		return true
+	}
+	return false
+}
+
+// driverCode keeps a SQLite error's primary code inspectable inside this package (for
+// refusesWrites) while the driver's error itself stays out of the port's contract: its
+// text is the driver's, and it does not unwrap to it.
+type driverCode struct {
+	code int
+	text string
+}
+
+func (e driverCode) Error() string { return e.text }
+
 // wrap translates driver errors into the port's sentinels and adds context.
 func wrap(op string, err error) error {
 	if err == nil {
@@ -220,7 +251,7 @@ func wrap(op string, err error) error {
 	}
 	switch code := sqliteCode(err); {
 	case transient(code):
-		return fmt.Errorf("%s: %w: %v", op, locker.ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", op, locker.ErrUnavailable, driverCode{code: code, text: err.Error()})
 	case code == sqlite3.SQLITE_CONSTRAINT:
 		return fmt.Errorf("%s: %w: %v", op, locker.ErrConflict, err)
 	}
@@ -504,7 +535,13 @@ func (s *Store) HasReceipt(ctx context.Context, txHash string) (bool, error) {
 }
 
 // Health implements locker.Store. It reads on its own read-only connection and issues no
-// BEGIN, COMMIT or ROLLBACK.
+// BEGIN, COMMIT or ROLLBACK there. Writable is false for a store opened read-only, a file
+// this process may not write, and a store whose last write the file refused (a full disk,
+// a file system remounted read-only, I/O errors: refusesWrites). While the store refuses,
+// Health queues a write probe through the committer (at most one a second, in a
+// transaction of its own, serialized with every other write, so it cannot end, join or
+// fail another request's transaction) and reports its outcome: Writable comes back once
+// a write — the probe or a client's — commits again.
 func (s *Store) Health(ctx context.Context) (locker.StoreHealth, error) {
 	var h locker.StoreHealth
 	var mode string
@@ -517,8 +554,19 @@ func (s *Store) Health(ctx context.Context) (locker.StoreHealth, error) {
 	if err != nil {
 		return h, wrap("health: count pads", err)
 	}
-	h.Writable = !s.readOnly && s.w != nil && fileWritable(s.path)
+	h.Writable = s.writable(ctx)
 	return h, nil
+}
+
+// writable is Health's Writable.
+func (s *Store) writable(ctx context.Context) bool {
+	if s.readOnly || s.w == nil || s.commits == nil || !fileWritable(s.path) {
+		return false
+	}
+	if s.commits.refusing() {
+		s.commits.probe(ctx)
+	}
+	return !s.commits.refusing()
 }
 
 // EachPad calls fn for every pad in ID order (for check-integrity; not a request path).
