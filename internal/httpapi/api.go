@@ -253,9 +253,12 @@ type healthDatabase struct {
 	WALMode  bool `json:"wal_mode"`
 }
 
+// healthRPC is the payment RPC. In open mode no payment network is configured and nothing
+// is probed: both members are null (the contract keeps the keys). In txid mode network
+// names the chain and reachable is the probe's answer, null when the store is unavailable.
 type healthRPC struct {
-	Network   string `json:"network"`
-	Reachable *bool  `json:"reachable"`
+	Network   *string `json:"network"`
+	Reachable *bool   `json:"reachable"`
 }
 
 type healthPads struct {
@@ -266,11 +269,12 @@ type healthPads struct {
 
 func (a *api) health(w http.ResponseWriter, r *http.Request) {
 	h, err := a.svc.Health(r.Context())
-	network := "base"
+	var rpc healthRPC
 	if a.pay != nil {
-		network = a.pay.Network()
+		network := a.pay.Network()
+		rpc.Network = &network
 	}
-	body := healthBody{Status: "ok", Version: a.version, RPC: healthRPC{Network: network},
+	body := healthBody{Status: "ok", Version: a.version, RPC: rpc,
 		Database: healthDatabase{Writable: h.Writable, WALMode: h.WALMode},
 		Pads:     healthPads{Total: h.Pads.Total, Unsealed: h.Pads.Unsealed, Sealed: h.Pads.Sealed}}
 	if err != nil || !h.Writable {
@@ -282,11 +286,10 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) {
 		writeJSONFor(w, r, http.StatusServiceUnavailable, body)
 		return
 	}
-	reachable := true
 	if a.pay != nil {
-		reachable = a.pay.Probe(r.Context())
+		reachable := a.pay.Probe(r.Context())
+		body.RPC.Reachable = &reachable
 	}
-	body.RPC.Reachable = &reachable
 	writeJSONFor(w, r, http.StatusOK, body)
 }
 

@@ -2,12 +2,16 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/locker"
 )
 
 const (
@@ -383,13 +387,46 @@ func TestHealth(t *testing.T) {
 	hs := newHarness(t)
 	hs.create(`{}`)
 	r := hs.do("GET", "/health", nil)
-	want := `{"status":"ok","version":"test","database":{"writable":true,"wal_mode":true},"rpc":{"network":"base","reachable":true},"pads":{"total":2,"unsealed":1,"sealed":1}}`
+	// Open mode configures no payment network and probes nothing: rpc says so with nulls.
+	want := `{"status":"ok","version":"test","database":{"writable":true,"wal_mode":true},"rpc":{"network":null,"reachable":null},"pads":{"total":2,"unsealed":1,"sealed":1}}`
 	if r.status != 200 || r.body != want {
 		t.Errorf("health = %d %s, want %s", r.status, r.body, want)
 	}
 	h := hs.do("HEAD", "/health", nil)
 	if h.status != 200 || h.body != "" {
 		t.Errorf("HEAD health = %d %q", h.status, h.body)
+	}
+}
+
+// probePayments is txid mode's Payments for /health: Probe answers reachable.
+type probePayments struct{ reachable bool }
+
+func (p probePayments) Admit(context.Context, string) (*locker.Receipt, error) {
+	return nil, errors.New("not used by /health")
+}
+func (p probePayments) Probe(context.Context) bool { return p.reachable }
+func (p probePayments) Network() string            { return "base" }
+
+// TestHealthRPC: rpc names the payment network and the probe's answer only when payments
+// are configured (txid mode); open mode reports null for both, never a reachable network.
+func TestHealthRPC(t *testing.T) {
+	tests := []struct {
+		name string
+		pay  Payments
+		want string
+	}{
+		{"open mode", nil, `"rpc":{"network":null,"reachable":null}`},
+		{"txid, RPC answers", probePayments{true}, `"rpc":{"network":"base","reachable":true}`},
+		{"txid, RPC down", probePayments{false}, `"rpc":{"network":"base","reachable":false}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := newHarness(t, func(c *Config) { c.Payments = tc.pay })
+			r := hs.do("GET", "/health", nil)
+			if r.status != 200 || !strings.Contains(r.body, tc.want) {
+				t.Errorf("health = %d %s, want 200 with %s", r.status, r.body, tc.want)
+			}
+		})
 	}
 }
 
