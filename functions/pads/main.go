@@ -14,15 +14,15 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/config"
 )
 
-// handlerFunc is what lambda.Start runs per invocation.
+// handlerFunc serves one decoded API Gateway event.
 type handlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
 // newHandler parses the configuration, builds the AWS config (unless awsCfg is given, as
-// tests do), the DynamoDB store and the Padlock handler. It makes no AWS call: the store
+// tests do), the DynamoDB store and the Padlock handler, and returns what lambda.Start runs. It makes no AWS call: the store
 // checks the table's format marker on its first call, the first call on a new table seeds
 // demo-pad-v1, and a read of demo-pad-v1 that finds it missing seeds it
 // (internal/dynamostore/README.md, "Format marker").
-func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, level *slog.LevelVar, log *slog.Logger) (handlerFunc, error) {
+func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Config, level *slog.LevelVar, log *slog.Logger) (*function, error) {
 	lc, err := config.LoadLocker(getenv)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	return proxy(h), nil
+	return &function{serve: proxy(h, log), log: log}, nil
 }
 
 func main() {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -223,7 +224,7 @@ func TestBinaryAnswerAlwaysBase64(t *testing.T) {
 		h := proxy(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", tc.ctype)
 			_, _ = w.Write([]byte(body))
-		}))
+		}), slog.New(slog.DiscardHandler))
 		resp, err := awstest.LambdaHTTP(awstest.HTTPFunc(h))(t.Context(), loadEvent(t, "blocks.json"))
 		if err != nil || resp.IsBase64Encoded != tc.b64 {
 			t.Fatalf("%s: base64 %v (%v), want %v", tc.ctype, resp.IsBase64Encoded, err, tc.b64)

@@ -85,3 +85,12 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	a.log.ErrorContext(r.Context(), "internal error", slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
 	writeJSON(w, http.StatusInternalServerError, structuredError{Error: "internal", Detail: "internal error (request " + requestID(r) + ")"})
 }
+
+// WriteBadRequest answers what could not be read as a request at all — a Lambda event that
+// is not a well-formed API Gateway request (functions/pads) — with 400 and error shape 1,
+// {"error":"bad_request","detail":detail}, as the pad routes refuse a bad request. detail
+// must say what is wrong without quoting the event: an event carries write keys and tickets.
+func WriteBadRequest(w http.ResponseWriter, detail string) {
+	ks := kindStatus[locker.KindBadRequest]
+	writeJSON(w, ks.status, structuredError{Error: ks.code, Detail: detail})
+}
