@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -183,7 +182,7 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 		a.annotations(report, o)
 	}
 	if sarifPath != "" {
-		data, _ := os.ReadFile(o.lockfile)
+		data, _ := readLocal(o.lockfile, maxLockfileBytes)
 		if err := a.writeSARIF(sarifPath, findingsV1(report, lockLines(data), a.workspaceRel(o.lockfile), filepath.Base(o.lockfile), a.rel(o.config))); err != nil {
 			return err
 		}
@@ -305,7 +304,7 @@ func plural(n int, one, many string) string {
 // annotations prints GitHub Actions ::error commands, one per drift, on the lockfile line
 // of the server or tool.
 func (a *app) annotations(rep *lockfile.Report, o opts) {
-	data, _ := os.ReadFile(o.lockfile)
+	data, _ := readLocal(o.lockfile, maxLockfileBytes)
 	lines := lockLines(data)
 	file := a.workspaceRel(o.lockfile)
 	for _, d := range driftLines(rep, filepath.Base(o.lockfile), a.rel(o.config)) {

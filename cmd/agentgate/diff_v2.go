@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -89,7 +88,7 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		r := renderer{w: a.env.Stdout, color: colorOK(a.env), lockName: a.rel(o.lockfile), configName: a.rel(o.config)}
 		r.reportV2(report, live)
 	}
-	lockData, _ := os.ReadFile(o.lockfile)
+	lockData, _ := readLocal(o.lockfile, maxLockfileBytes)
 	findings := findingsV2(report, lockLinesV2(lockData), a.workspaceRel(o.lockfile), failOn)
 	if gha {
 		a.annotationsFrom(findings)

@@ -1,14 +1,15 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/localfile"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
@@ -87,7 +88,11 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 		return cli.Usage(cmd, "--lockfile-version must be 1 or 2")
 	}
 	existing := 0
-	if data, err := os.ReadFile(o.lockfile); err == nil {
+	data, err := readLocal(o.lockfile, maxLockfileBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
+	}
+	if err == nil {
 		v, err := lockfile.ReadVersion(data)
 		if err != nil {
 			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: %s", a.rel(o.lockfile), strings.TrimPrefix(err.Error(), "invalid lockfile: ")))
@@ -213,7 +218,7 @@ func droppedName(server string, servers []mcpclient.Server) string {
 // unless dropped is "". Last it writes the snapshot that marshalSnap gives, unless
 // marshalSnap is nil.
 func (a *app) writeLock(o opts, data []byte, version, what, dropped string, marshalSnap func() ([]byte, error)) error {
-	if prev, _ := os.ReadFile(o.lockfile); bytes.Equal(prev, data) {
+	if localfile.Same(o.lockfile, maxLockfileBytes, data) {
 		a.say("%s is up to date: %s\n", a.rel(o.lockfile), what)
 	} else {
 		if err := writeFileAtomic(o.lockfile, data); err != nil {
@@ -240,7 +245,7 @@ func (a *app) writeLock(o opts, data []byte, version, what, dropped string, mars
 // lock writes, to commit with the lockfile.
 func (a *app) writeSnapshot(o opts, data []byte) error {
 	a.lockOut.Snapshot = a.rel(o.snapshot)
-	if prev, _ := os.ReadFile(o.snapshot); bytes.Equal(prev, data) {
+	if localfile.Same(o.snapshot, maxSnapshotBytes, data) {
 		a.say("%s is up to date\n", a.rel(o.snapshot))
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/localfile"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 	"github.com/agentgate-dev/agentgate/internal/readbound"
@@ -228,9 +229,20 @@ func (a *app) requireServers(o opts, cfg *mcpclient.Config) error {
 	return cli.Exit(cli.ExitUsage, fmt.Errorf("nothing to lock: %s lists %s; add one under %q, or pass --config PATH", where, what, string(cfg.Format)))
 }
 
+// The bounds on the files agentgate reads: far above any real lockfile (100,000 tools
+// make about 30 MB) or snapshot, far below what would hurt.
+const (
+	maxLockfileBytes = 64 << 20
+	maxSnapshotBytes = 256 << 20
+)
+
+// readLocal reads a lockfile or snapshot as untrusted input (localfile): a regular file
+// only, through no symbolic link out of the repository, at most max bytes.
+func readLocal(path string, max int64) ([]byte, error) { return localfile.Read(path, max) }
+
 // readLockfile reads and parses the lockfile; missing reports whether it does not exist.
 func (a *app) readLockfile(o opts) (lf *lockfile.Lockfile, missing bool, err error) {
-	data, err := os.ReadFile(o.lockfile)
+	data, err := readLocal(o.lockfile, maxLockfileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, true, nil
 	}
@@ -249,7 +261,7 @@ func (a *app) readLockfile(o opts) (lf *lockfile.Lockfile, missing bool, err err
 
 // readLockfileV2 reads and parses a version 2 lockfile.
 func (a *app) readLockfileV2(o opts) (*lockfile.LockfileV2, error) {
-	data, err := os.ReadFile(o.lockfile)
+	data, err := readLocal(o.lockfile, maxLockfileBytes)
 	if err != nil {
 		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot read: %v", a.rel(o.lockfile), unwrapPath(err)))
 	}
@@ -265,7 +277,7 @@ func (a *app) readLockfileV2(o opts) (*lockfile.LockfileV2, error) {
 
 // lockfileVersion returns the version of the lockfile, 0 when it does not exist.
 func (a *app) lockfileVersion(o opts) (int, error) {
-	data, err := os.ReadFile(o.lockfile)
+	data, err := readLocal(o.lockfile, maxLockfileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -282,7 +294,7 @@ func (a *app) lockfileVersion(o opts) (int, error) {
 // readSnapshot returns the snapshot, or nil if it is missing or unreadable (it only adds
 // detail to diffs, so a problem with it is a warning).
 func (a *app) readSnapshot(o opts) lockfile.Surface {
-	data, err := os.ReadFile(o.snapshot)
+	data, err := readLocal(o.snapshot, maxSnapshotBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"sort"
 	"strings"
 
@@ -278,9 +279,9 @@ func countsV2(lf *lockfile.LockfileV2) string {
 // readSnapshotV2 returns the version 2 snapshot, or nil when it is missing or unusable (it
 // only adds detail to diffs; a problem with it is a warning).
 func (a *app) readSnapshotV2(o opts) lockfile.SnapshotV2 {
-	data, err := os.ReadFile(o.snapshot)
+	data, err := readLocal(o.snapshot, maxSnapshotBytes)
 	if err != nil {
-		if !os.IsNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			a.warnf("%s: cannot read: %v; changes cannot be graded rule by rule", a.rel(o.snapshot), unwrapPath(err))
 		}
 		return nil

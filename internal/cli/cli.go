@@ -73,9 +73,15 @@ func IsTerminal(w io.Writer) bool {
 }
 
 // Main is every binary's main: the process environment, a context that SIGINT and SIGTERM
-// cancel (so in-flight work can finish), the command line run, and the exit code.
+// cancel (so in-flight work can finish: servers started are stopped, nothing half-written
+// is kept), the command line run, and the exit code. The first signal cancels; from then on
+// the default disposition is back, so a second signal ends the process at once.
 func Main(newRoot func(Env) *cobra.Command) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	env := OSEnv()
 	code := Run(ctx, newRoot(env), os.Args[1:], env)
 	stop()

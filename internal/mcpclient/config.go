@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agentgate-dev/agentgate/internal/localfile"
 )
 
 // Errors returned by this package. Callers test them with errors.Is.
@@ -129,9 +131,14 @@ func FindConfig(dir string) (string, error) {
 	return "", fmt.Errorf("%w: looked for %s in %s; pass --config PATH", ErrNoConfig, strings.Join(DefaultConfigNames, ", "), dir)
 }
 
-// LoadConfig reads and parses the configuration file at path. See [ParseConfig].
+// MaxConfigBytes bounds a configuration or envFile: larger than any real one.
+const MaxConfigBytes = 16 << 20
+
+// LoadConfig reads and parses the configuration file at path, a regular file (localfile:
+// no device, FIFO, or symbolic link out of its repository) of at most MaxConfigBytes. See
+// [ParseConfig].
 func LoadConfig(path string, opts ConfigOptions) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := localfile.Read(path, MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, path, pathErr(err))
 	}
@@ -400,7 +407,7 @@ func workspaceFolder(absPath string) string {
 
 // readEnvFile reads KEY=VALUE lines (with optional "export ", # comments and quotes) into env.
 func readEnvFile(path string, env map[string]string) error {
-	data, err := os.ReadFile(path)
+	data, err := localfile.Read(path, MaxConfigBytes)
 	if err != nil {
 		return fmt.Errorf("envFile: %v", pathErr(err))
 	}

@@ -145,6 +145,7 @@ type Item struct {
 // tool listing). A server that does not advertise the tools capability has no tools.
 func ListTools(ctx context.Context, s Server, opts Options) (*Listing, error) {
 	timeout := setting.Positive(opts.Timeout, DefaultTimeout)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -174,6 +175,9 @@ func ListTools(ctx context.Context, s Server, opts Options) (*Listing, error) {
 		return nil, fmt.Errorf("server %q: unknown transport %q", s.Name, s.Transport)
 	}
 	if err != nil {
+		if parent.Err() != nil && !errors.Is(err, ErrProtocol) {
+			return l, fmt.Errorf("server %q: %w: interrupted (%v)", s.Name, ErrUnavailable, context.Cause(parent))
+		}
 		if ctx.Err() != nil && !errors.Is(err, ErrProtocol) {
 			return l, fmt.Errorf("server %q: %w: no complete answer within %s (raise --timeout if it is just slow)", s.Name, ErrUnavailable, timeout)
 		}
@@ -259,7 +263,7 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 	budget := readbound.NewBudget(opts.Limits)
 	filter := &lineFilter{max: setting.Positive(opts.MaxSkippedLines, DefaultMaxSkippedLines), logger: opts.logger(), server: s.Name, budget: budget}
 	tap := opts.newTap()
-	stdio := &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter}
+	stdio := &stdioTransport{cmd: cmd, terminate: 2 * time.Second, filter: filter, ctx: ctx}
 	transport := &tapTransport{inner: stdio, tap: tap}
 	l := &Listing{Server: s.Name, Transport: TransportStdio}
 	defer func() {

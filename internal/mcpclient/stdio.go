@@ -37,7 +37,14 @@ type stdioTransport struct {
 	// startErr is why the command could not be started, for the one error that reports it
 	// (the session's own error repeats the server's name).
 	startErr error
+	// ctx is the listing's: once it is done (a signal, the timeout), the child is given
+	// only cancelGrace to exit on its own before the signals.
+	ctx context.Context
 }
+
+// cancelGrace is how long a child whose listing was cancelled gets at each step of its
+// stop, so that a signalled command ends within a second.
+const cancelGrace = 150 * time.Millisecond
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	stdout, err := t.cmd.StdoutPipe()
@@ -56,7 +63,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The filter bounds every line by the message bound first, naming it; the SDK's bound
 	// stays above it.
 	sdkLine := int(min(t.filter.budget.Limits().Message+1, 1<<40))
-	return (&mcp.IOTransport{MaxLineLength: sdkLine, Reader: io.NopCloser(t.filter), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}}).Connect(ctx)
+	return (&mcp.IOTransport{MaxLineLength: sdkLine, Reader: io.NopCloser(t.filter), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate, ctx: t.ctx}}).Connect(ctx)
 }
 
 // childStdin is the child's stdin; closing it stops the child as the MCP specification says:
@@ -65,6 +72,7 @@ type childStdin struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	terminate time.Duration
+	ctx       context.Context
 }
 
 func (c *childStdin) Write(p []byte) (int, error) { return c.stdin.Write(p) }
@@ -76,11 +84,15 @@ func (c *childStdin) Close() error {
 		_ = c.cmd.Wait() // the exit status of a server we are stopping says nothing useful
 		close(done)
 	}()
+	grace := c.terminate
+	if c.ctx != nil && c.ctx.Err() != nil {
+		grace = min(grace, cancelGrace)
+	}
 	wait := func() bool {
 		select {
 		case <-done:
 			return true
-		case <-time.After(c.terminate):
+		case <-time.After(grace):
 			return false
 		}
 	}

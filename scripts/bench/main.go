@@ -67,12 +67,13 @@ func init() {
 	for _, n := range []string{"1", "8", "64"} {
 		specs["append-"+n] = spec{"durable appends (fsync before every 201, group commit) across " + n + " pad(s)", "one durable single-row INSERT commit, appends/s", appendCmd}
 	}
+	specs["hostile-peak-rss-mb"] = spec{"peak RSS of `agentgate lock` refusing a server that answers tools/list with a 1 GiB body, or with a server-sent event that never ends (the larger; issue 31 measured 7.4 GB and 9.2 GB before the read bounds)", "the same command locking a well-behaved two-tool server, MiB", "go test -run '^$' -bench HostilePeakRSS -benchtime 1x -count 3 ./test/hostile/"}
 	specs["sha256-mbps"] = spec{"SHA-256 throughput on this machine (the read baselines' own median)", "—", fmt.Sprintf(read, "4blocks", "http-lockerd")}
 }
 
 var order = []string{"extmcp-list-10", "extmcp-list-100", "extmcp-list-1000", "extmcp-list-10-nomemo", "extmcp-list-100-nomemo", "extmcp-list-1000-nomemo",
 	"extmcp-call", "proxy-list-100", "proxy-list-100-floor", "grpc-list-p99-2000", "grpc-call-p99-2000", "grpc-list-cpu-2000", "grpc-call-cpu-2000", "read-64k", "read-1k", "read-64k-open", "read-1k-open", "read-64k-json", "read-1k-json", "read-ceiling",
-	"append-1", "append-8", "append-64", "sha256-mbps"}
+	"append-1", "append-8", "append-64", "hostile-peak-rss-mb", "sha256-mbps"}
 
 func main() {
 	out := flag.String("out", "bench.json", "where to write the figures")
@@ -202,6 +203,12 @@ func runAll(count int) ([]Figure, error) {
 		figs = append(figs, Figure{ID: v.id, Unit: "MB/s", Value: base * ratio, Baseline: base, Ratio: ratio, Goal: v.goal})
 	}
 	slices.Sort(shas)
+	hb, err := goBench(nil, "-bench", "HostilePeakRSS", "-benchtime", "1x", c, "./test/hostile/")
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, Figure{ID: "hostile-peak-rss-mb", Unit: "MiB", Value: must(hb.median("BenchmarkHostilePeakRSS", "peak-mb")),
+		Baseline: must(hb.median("BenchmarkHostilePeakRSS", "base-mb")), Ratio: must(hb.median("BenchmarkHostilePeakRSS", "x_base")), Goal: "< 256 MiB"})
 	figs = append(figs, Figure{ID: "sha256-mbps", Unit: "MB/s", Value: shas[len(shas)/2], Goal: "—"})
 
 	dir, _ := filepath.Abs("bin")

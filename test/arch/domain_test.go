@@ -21,6 +21,7 @@ var domain = []struct {
 	why   string
 }{
 	{"internal/jsontok", nil, "the one JSON tokenizer: spans, depth bound, I-JSON refusals"},
+	{"internal/localfile", nil, "reading a local file as untrusted input: the standard library's os, nothing else"},
 	{"internal/readbound", nil, "the read bounds every client of a remote server shares: counting readers, no I/O of its own"},
 	{"internal/canon", []string{"internal/jsontok"}, "RFC 8785 is pure computation"},
 	{"internal/locker", nil, "pads, chain, envelope, tickets and limits: the Padlock rules"},
