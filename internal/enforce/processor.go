@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/readbound"
 )
 
 // Defaults for [Config].
@@ -18,8 +20,10 @@ const (
 	DefaultStaleness       = 30 * time.Second
 	DefaultDecisionTimeout = 2 * time.Second
 	// DefaultMaxMessageBytes bounds what the processor decides (the gateway sets no limit
-	// on what it sends; gRPC refuses larger messages before they reach a handler).
-	DefaultMaxMessageBytes = 16 << 20
+	// on what it sends; gRPC refuses larger messages before they reach a handler): the one
+	// message bound every remote read shares (readbound), so that what `agentgate lock` and
+	// the crawler accept, the proxy and the processor decide.
+	DefaultMaxMessageBytes = int(readbound.DefaultMessageBytes)
 	// DefaultMaxReplyBytes keeps a mutated reply under the 4 MiB decode limit that
 	// agentgateway before v1.4.1 applies to processor replies, with room for framing.
 	DefaultMaxReplyBytes    = 4<<20 - 64<<10
