@@ -494,8 +494,8 @@ func (p pager) all(ctx context.Context, method, member, key string) ([]Item, int
 		if !ok {
 			return nil, page, fmt.Errorf("server %q: %w: %s page %d was not seen on the wire", p.s.Name, ErrProtocol, method, page+1)
 		}
-		if err := total.Add(len(raw)); err != nil {
-			return nil, page, boundError(p.s, err.(*readbound.Error))
+		if e := total.Add(len(raw)); e != nil {
+			return nil, page, boundError(p.s, e)
 		}
 		got, next, err := parsePage(raw, member, key)
 		if err != nil {

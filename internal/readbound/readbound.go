@@ -152,8 +152,9 @@ type Listing struct {
 // Listing starts the count of one list method's pages.
 func (b *Budget) Listing(method string) *Listing { return &Listing{b: b, method: method} }
 
-// Add counts one page of n bytes; it fails once the listing bound is crossed.
-func (l *Listing) Add(n int) error {
+// Add counts one page of n bytes; it fails once the listing bound is crossed. The result is
+// the concrete type so that a nil result compares equal to nil.
+func (l *Listing) Add(n int) *Error {
 	l.total += int64(n)
 	if l.total > l.b.limits.Listing {
 		return l.b.Fail(&Error{Kind: KindListing, Limit: l.b.limits.Listing, What: "the pages of " + l.method})

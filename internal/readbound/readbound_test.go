@@ -96,7 +96,7 @@ func TestServerBudgetSharedAndSticky(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != KindServer {
 		t.Fatalf("third body: %v", err)
 	}
-	if _, err2 := r.Read(make([]byte, 1)); err2 != err {
+	if _, err2 := r.Read(make([]byte, 1)); !errors.Is(err2, err) {
 		t.Fatalf("a read after the bound: %v", err2)
 	}
 	if err := iotest.TestReader(b.Body(io.NopCloser(strings.NewReader("y")), Whole), []byte("y")); err == nil {

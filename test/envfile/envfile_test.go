@@ -3,7 +3,8 @@
 // readers are internal/config (the only place that parses the environment), the mains under
 // cmd/ and functions/, and internal/app; a variable is "read" when its name is a string
 // literal argument of a call there (getenv("LOCKER_PORT"), intVar(getenv, "LOCKER_PORT", …),
-// pick("lockfile", "AGENTGATE_LOCKFILE")). Variables the AWS SDK reads on its own are listed
+// pick("lockfile", "AGENTGATE_LOCKFILE")) or an element of a composite literal (a table of
+// flags and their variables read in a loop). Variables the AWS SDK reads on its own are listed
 // under the "[aws-sdk]" marker and exempt from the second rule.
 package envfile_test
 
@@ -49,11 +50,18 @@ func readers(t *testing.T, root string) map[string][]string {
 			}
 			rel, _ := filepath.Rel(root, f)
 			ast.Inspect(file, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
+				var args []ast.Expr
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					args = n.Args
+				case *ast.CompositeLit:
+					// A table of settings ({kind, "what", "AGENTGATE_MAX_MESSAGE_BYTES", def})
+					// read in a loop.
+					args = n.Elts
+				default:
 					return true
 				}
-				for _, a := range call.Args {
+				for _, a := range args {
 					lit, ok := a.(*ast.BasicLit)
 					if !ok || lit.Kind != token.STRING {
 						continue
