@@ -38,8 +38,8 @@ and grade every change CRITICAL, WARNING or INFO with its rule and reason
 else the previous one seen. With neither and only one version, the tool is graded as new.
 DIGEST is a full digest or a unique prefix of at least 8 hex digits.
 
-Old and new values are printed with suspicious characters as escapes; --accept-suspicious
-prints them raw.` + remoteNote + exitCodes("the two versions are the same (no drift)", "the versions differ (the changes are printed)"),
+Old and new values are printed with suspicious characters as escapes (\u200b, <U+E0041>;
+in --json, JSON \u escapes: the same value); --accept-suspicious prints them raw.` + remoteNote + exitCodes("the two versions are the same (no drift)", "the versions differ (the changes are printed)"),
 		Example: "  toolwarrant diff weather get_forecast\n  toolwarrant diff weather get_forecast --from 1a2b3c4d --to 5e6f7a8b --json",
 		Args:    cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -65,24 +65,29 @@ prints them raw.` + remoteNote + exitCodes("the two versions are the same (no dr
 				}
 			}
 			suspicious := dv.ToInspection.Suspicious() || dv.FromInspection.Suspicious()
-			render := func(v json.RawMessage) json.RawMessage {
-				if v == nil || accept {
-					return v
-				}
-				return warrant.VisibleJSON(v)
-			}
-			changes := make([]warrant.Change, len(dv.Drift.Changes))
-			for i, ch := range dv.Drift.Changes {
-				ch.Old, ch.New = render(ch.Old), render(ch.New)
-				changes[i] = ch
-			}
+			changes := dv.Drift.Changes
 			if asJSON {
+				// JSON keeps the values as JSON: the suspicious characters become \u escapes
+				// (surrogate pairs above the BMP), the same value in other bytes.
+				render := func(v json.RawMessage) json.RawMessage {
+					if v == nil || accept {
+						return v
+					}
+					return warrant.VisibleJSON(v)
+				}
+				changes = make([]warrant.Change, len(dv.Drift.Changes))
+				for i, ch := range dv.Drift.Changes {
+					ch.Old, ch.New = render(ch.Old), render(ch.New)
+					changes[i] = ch
+				}
 				err = writeJSON(a.env.Stdout, diffJSON{Server: dv.Server, Tool: dv.Tool, From: dv.From, To: dv.To, Grade: dv.Drift.Grade,
 					Changes: changes, FromFlags: orEmpty(dv.FromInspection.Flags()), ToFlags: orEmpty(dv.ToInspection.Flags())})
 				if err != nil {
 					return err
 				}
 			} else {
+				// A person reads the raw values through textguard's rendering, as agentgate's
+				// diff does: a tag character is <U+E0041>, not the pair \udb40\udc41.
 				show := visible
 				if accept {
 					show = func(s string) string { return s }
