@@ -86,6 +86,7 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json, with failOn and failing)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "info", "the lowest grade that fails: `LEVEL` info, warning or critical (env AGENTGATE_FAIL_ON; version 2 lockfiles)")
 	cmd.Flags().StringVar(&sarif, "sarif", "", "also write the changes as SARIF 2.1.0 to `FILE` (for GitHub code scanning)")
+	cmd.Flags().BoolVar(&a.pkg.offline, "offline", false, "start no server and ask no registry: check only that the config still runs the locked packages and versions")
 	return cmd
 }
 
@@ -125,6 +126,9 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 			return err
 		}
 		return a.compareV2(cmd, o, cfg, server, asJSON, ci, failOn, sarifPath, gha)
+	}
+	if a.pkg.offline {
+		return usageOffline(version, a.rel(o.lockfile))
 	}
 	if version == lockfile.Version && failOn != warrant.Info {
 		return cli.Usage(cmd, "--fail-on %s needs lockfile version 2: %s is version 1, where every change fails (upgrade it with 'agentgate lock --lockfile-version 2')", strings.ToLower(failOn.String()), a.rel(o.lockfile))

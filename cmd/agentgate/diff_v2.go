@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,8 +48,18 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	if err != nil {
 		return err
 	}
+	pkgs, err := a.checkPackages(cmd.Context(), o, locked, servers)
+	if err != nil {
+		return err
+	}
+	// A server whose package failed its check is not started; offline, none is.
+	var notStarted []mcpclient.Server
 	var jobs []job
-	for _, s := range servers {
+	for i, s := range servers {
+		if a.pkg.offline || refused(pkgs[i]) {
+			notStarted = append(notStarted, s)
+			continue
+		}
 		profiles := []mcpclient.Profile{genericProfile()}
 		if ls, ok := locked.Servers[s.Name]; ok {
 			profiles = lockedProfiles(ls)
@@ -63,6 +74,17 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		return err
 	}
 	live, liveSnap := surfaceOf(results, "", o, a)
+	lockedSnap := a.readSnapshotV2(o)
+	for _, s := range notStarted {
+		// Its surface stands as locked: what is reported of it is its package.
+		if ls, ok := locked.Servers[s.Name]; ok {
+			live.Servers[s.Name] = ls
+			liveSnap[s.Name] = lockedSnap[s.Name]
+		}
+	}
+	if a.pkg.offline {
+		a.offlineNote(servers)
+	}
 	if server != "" {
 		only := &lockfile.LockfileV2{Servers: map[string]lockfile.ServerV2{}}
 		if s, ok := locked.Servers[server]; ok {
@@ -70,7 +92,15 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		}
 		locked = only
 	}
-	report := lockfile.CompareV2(locked, live, lockfile.CompareV2Options{Locked: a.readSnapshotV2(o), Live: liveSnap})
+	report := lockfile.CompareV2(locked, live, lockfile.CompareV2Options{Locked: lockedSnap, Live: liveSnap, Packages: packageDiffs(pkgs)})
+	for _, s := range notStarted {
+		for i := range report.Servers {
+			if report.Servers[i].Server == s.Name && report.Servers[i].Package != nil && !a.pkg.offline {
+				report.Servers[i].Package.NotStarted = true
+			}
+		}
+	}
+	report.PackageWarnings = a.floatingWarnings(o, pkgs)
 	failing := report.AtLeast(failOn)
 
 	switch {
@@ -89,7 +119,12 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		r.reportV2(report, live)
 	}
 	lockData, _ := readLocal(o.lockfile, maxLockfileBytes)
-	findings := findingsV2(report, lockLinesV2(lockData), a.workspaceRel(o.lockfile), failOn)
+	lines := lockLinesV2(lockData)
+	findings := findingsV2(report, lines, a.workspaceRel(o.lockfile), failOn)
+	for _, pw := range report.PackageWarnings {
+		findings = append(findings, finding{rule: pw.Rule, severity: pw.Severity, message: pw.Message, file: a.workspaceRel(o.lockfile),
+			line: cmp.Or(lines[pw.Server+"\x00package"], lines[pw.Server]), key: pw.Server + "\x00" + string(pw.Rule) + "\x00" + pw.Pinned})
+	}
 	if gha {
 		a.annotationsFrom(findings)
 	}
@@ -168,11 +203,32 @@ func gradeOf(s warrant.Severity) string {
 // renderCIV2 prints one graded line per changed item and a verdict.
 func (a *app) renderCIV2(w io.Writer, rep *lockfile.ReportV2, live *lockfile.LockfileV2, o opts, failOn warrant.Severity, failing int) {
 	lockName := a.rel(o.lockfile)
-	if !rep.Drift {
+	for _, pw := range rep.PackageWarnings {
+		fmt.Fprintf(w, "%-8s %s (%s; not failing)\n", pw.Severity, pw.Message, pw.Rule)
+	}
+	switch {
+	case !rep.Drift && a.pkg.offline:
+		n := 0
+		for _, s := range live.Servers {
+			if s.Package != nil {
+				n++
+			}
+		}
+		fmt.Fprintf(w, "ok (offline): %d %s %s; no surface was listed\n", n, plural(n, "package identity matches", "package identities match"), lockName)
+		return
+	case !rep.Drift:
 		fmt.Fprintf(w, "ok: %s match %s\n", countsV2(live), lockName)
 		return
 	}
 	for _, s := range rep.Servers {
+		if d := s.Package; d != nil {
+			for _, c := range d.Changes {
+				fmt.Fprintf(w, "%-8s server %q package %s: %s (%s)\n", gradeOf(c.Severity), s.Server, packageLabel(d), c.Reason, c.Rule)
+			}
+			if d.NotStarted {
+				fmt.Fprintf(w, "%-8s server %q was not started: its package failed the check, so its surface was not listed\n", gradeOf(d.Grade), s.Server)
+			}
+		}
 		for _, p := range s.Profiles {
 			for _, it := range p.Items {
 				fmt.Fprintf(w, "%-8s server %q (%s) %s: %s\n", gradeOf(it.Grade), s.Server, p.Profile, itemLabel(it), what(it))
@@ -191,6 +247,10 @@ func summaryV2(rep *lockfile.ReportV2) string {
 	counts := map[warrant.Severity]int{}
 	n := 0
 	for _, s := range rep.Servers {
+		if s.Package != nil {
+			counts[s.Package.Grade]++
+			n++
+		}
 		for _, p := range s.Profiles {
 			for _, it := range p.Items {
 				counts[it.Grade]++
@@ -209,12 +269,22 @@ func summaryV2(rep *lockfile.ReportV2) string {
 
 // reportV2 prints the human diff of a version 2 lockfile.
 func (r renderer) reportV2(rep *lockfile.ReportV2, live *lockfile.LockfileV2) {
+	for _, pw := range rep.PackageWarnings {
+		fmt.Fprintf(r.w, "%s: %s\n", pw.Severity, pw.Message)
+	}
 	if !rep.Drift {
 		fmt.Fprintf(r.w, "no drift: %s match %s\n", countsV2(live), r.lockName)
 		return
 	}
 	first := true
 	for _, s := range rep.Servers {
+		if d := s.Package; d != nil {
+			if !first {
+				fmt.Fprintln(r.w)
+			}
+			first = false
+			r.packageV2(s.Server, d)
+		}
 		for _, p := range s.Profiles {
 			if !first {
 				fmt.Fprintln(r.w)
@@ -235,6 +305,31 @@ func (r renderer) reportV2(rep *lockfile.ReportV2, live *lockfile.LockfileV2) {
 		}
 	}
 	fmt.Fprintf(r.w, "\ndrift: %s\n", summaryV2(rep))
+}
+
+// packageV2 prints how a server's package differs.
+func (r renderer) packageV2(server string, d *lockfile.PackageDiff) {
+	live := "none"
+	if d.Live != nil {
+		live = d.Live.String()
+	}
+	fmt.Fprintf(r.w, "%s: package %s → %s, grade %s\n", r.paint(ansiBold, fmt.Sprintf("server %q", server)), visible(packageLabel(d)), visible(live), d.Grade)
+	for _, c := range d.Changes {
+		ptr := c.Pointer
+		if ptr != "" {
+			ptr = " " + visible(ptr)
+		}
+		fmt.Fprintf(r.w, "      %s %s%s: %s\n", c.Severity, c.Rule, ptr, c.Reason)
+		if len(c.Old) > 0 {
+			fmt.Fprintf(r.w, "        - %s\n", value(c.Old))
+		}
+		if len(c.New) > 0 {
+			fmt.Fprintf(r.w, "        + %s\n", value(c.New))
+		}
+	}
+	if d.NotStarted {
+		fmt.Fprintf(r.w, "      not started: its package failed the check, so its surface was not listed\n")
+	}
 }
 
 func (r renderer) itemV2(it lockfile.ItemDiff) {
@@ -318,6 +413,8 @@ func lockLinesV2(data []byte) map[string]int {
 					out[server+"\x00"+profile+"\x00"+list+"\x00"+v] = n
 				}
 			}
+		case indent == 6 && t == `"package": {` && server != "":
+			out[server+"\x00package"] = n
 		case indent == 10 && strings.HasPrefix(t, `"instructionsHash"`):
 			out[server+"\x00"+profile+"\x00instructions\x00"] = n
 		}
@@ -339,6 +436,14 @@ type finding struct {
 func findingsV2(rep *lockfile.ReportV2, lines map[string]int, file string, failOn warrant.Severity) []finding {
 	var out []finding
 	for _, s := range rep.Servers {
+		if d := s.Package; d != nil {
+			line := cmp.Or(lines[s.Server+"\x00package"], lines[s.Server])
+			for _, c := range d.Changes {
+				out = append(out, finding{rule: c.Rule, severity: c.Severity, failing: d.Grade >= failOn, file: file, line: line,
+					message: fmt.Sprintf("server %q package %s: %s", s.Server, visible(packageLabel(d)), c.Reason),
+					key:     strings.Join([]string{s.Server, "package", string(c.Rule), c.Pointer, string(c.New)}, "\x00")})
+			}
+		}
 		for _, p := range s.Profiles {
 			for _, it := range p.Items {
 				line := lines[s.Server+"\x00"+p.Profile+"\x00"+string(it.Kind)+"\x00"+it.Name]

@@ -65,6 +65,8 @@ no longer in the config is dropped from the lockfile).` + cli.ExitCodes("the loc
 	cmd.Flags().StringVar(&server, "server", "", "refresh only the server `NAME`, keeping the others as locked")
 	cmd.Flags().BoolVar(&noSnapshot, "no-snapshot", false, "do not write the snapshot file")
 	cmd.Flags().BoolVar(&a.lockJSON, "json", false, "print the outcome as one JSON document (fields in docs/agentgate.md)")
+	cmd.Flags().BoolVar(&a.pkg.none, "no-package", false, "do not pin what each server runs from (npm or PyPI version and hashes, image digest, URL); version 2 only")
+	cmd.Flags().BoolVar(&a.pkg.pinTLS, "pin-tls", false, "also pin the SHA-256 of each https server's TLS public key (SPKI): ci then fails when another key answers")
 	cmd.Flags().IntVar(&version, "lockfile-version", 0, "write lockfileVersion `N` (1 or 2); default: the existing file's version, 2 for a new file")
 	cmd.Flags().StringArrayVar(&pf.names, "profile", nil, "list as the client `NAME`: generic, claude-code, vscode or cursor (repeatable, or comma-separated; version 2 only)")
 	cmd.Flags().StringVar(&pf.capabilities, "capabilities", "", "also list as a client declaring these ClientCapabilities (a `JSON` object), named by --profile-name")
@@ -107,6 +109,9 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 		target = lockfile.Version2
 	}
 	if target == lockfile.Version {
+		if a.pkg.pinTLS || a.pkg.none {
+			return cli.Usage(cmd, "package identity needs lockfile version 2 (%s is version 1: upgrade it with --lockfile-version 2)", a.rel(o.lockfile))
+		}
 		if existing == lockfile.Version2 {
 			return cli.Usage(cmd, "%s is version 2; rewriting it as version 1 would drop what it pins beyond tools (remove it first if that is what you want)", a.rel(o.lockfile))
 		}

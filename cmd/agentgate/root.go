@@ -46,6 +46,7 @@ type app struct {
 	flagTimeout                            time.Duration
 	flagLimits                             [3]readbound.Size // message, listing, server
 
+	pkg      pkgFlags   // lock --no-package, --pin-tls; ci --offline
 	lockJSON bool       // lock --json
 	lockOut  lockResult // what lock did, for --json
 }

@@ -112,6 +112,9 @@ func sarifRules() []sarifRule {
 	for _, r := range warrant.Rules {
 		add(r.Rule, r.Severity, r.Summary)
 	}
+	for _, r := range lockfile.PackageRules {
+		add(r.Rule, r.Severity, r.Summary)
+	}
 	add(lockfile.RuleUngraded, warrant.Critical, "a change that cannot be graded because the locked definition is not in the snapshot (fail closed)")
 	add(ruleV1Drift, warrant.Critical, "a tool's name, description or input schema differs from agentgate.lock (lockfile version 1)")
 	return out

@@ -34,6 +34,10 @@ type lockResult struct {
 	Prompts           int    `json:"prompts,omitempty"`
 	Resources         int    `json:"resources,omitempty"`
 	ResourceTemplates int    `json:"resourceTemplates,omitempty"`
+	// Packages counts the servers whose package identity is pinned; PackageWarnings are
+	// the floating specs, with the command that pins them.
+	Packages        int                       `json:"packages,omitempty"`
+	PackageWarnings []lockfile.PackageWarning `json:"packageWarnings,omitempty"`
 }
 
 // say prints a line of lock's human output (nothing under --json).
@@ -190,6 +194,10 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		return err
 	}
 	dropped := droppedName(server, servers)
+	pkgs, err := a.lockPackages(cmd.Context(), o, servers)
+	if err != nil {
+		return err
+	}
 	var jobs []job
 	for _, s := range servers {
 		profiles := explicit
@@ -210,6 +218,7 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		return err
 	}
 	next, snap := surfaceOf(results, "agentgate@"+a.deps.version, o, a)
+	setPackages(next, pkgs)
 	if server != "" && old != nil {
 		keepOthers(next.Servers, snap, old.Servers, oldSnap, server, snapshotMatchesV2)
 	}
@@ -221,9 +230,12 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 		return cli.Exit(cli.ExitUsage, err)
 	}
 	what := countsV2(next)
-	upgraded := a.lockOut.Upgraded
-	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version2, Upgraded: upgraded, Servers: len(next.Servers)}
+	upgraded, warnings := a.lockOut.Upgraded, a.lockOut.PackageWarnings
+	a.lockOut = lockResult{Lockfile: a.rel(o.lockfile), LockfileVersion: lockfile.Version2, Upgraded: upgraded, Servers: len(next.Servers), PackageWarnings: warnings}
 	for _, s := range next.Servers {
+		if s.Package != nil {
+			a.lockOut.Packages++
+		}
 		for _, p := range s.Profiles {
 			a.lockOut.Profiles++
 			a.lockOut.Tools += len(p.Tools)

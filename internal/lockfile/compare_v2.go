@@ -23,6 +23,9 @@ type ReportV2 struct {
 	Grade warrant.Severity `json:"grade"`
 	// Servers lists the servers that differ, sorted by name.
 	Servers []ServerDiffV2 `json:"servers"`
+	// PackageWarnings is advice about the servers' packages that is not drift: floating
+	// specs, with the pinned command (absent when there is none).
+	PackageWarnings []PackageWarning `json:"packageWarnings,omitempty"`
 }
 
 // ServerDiffV2 is how one server differs.
@@ -35,6 +38,9 @@ type ServerDiffV2 struct {
 	Grade warrant.Severity `json:"grade"`
 	// Profiles lists the profiles that differ, sorted by name.
 	Profiles []ProfileDiff `json:"profiles"`
+	// Package is how the server's package differs from the locked one (absent when it does
+	// not, or when the lockfile pins none).
+	Package *PackageDiff `json:"package,omitempty"`
 }
 
 // ProfileDiff is how what one server shows one client differs.
@@ -80,12 +86,24 @@ type CompareV2Options struct {
 	Locked SnapshotV2
 	// Live holds the definitions just listed (canonical, as LockProfile returns them).
 	Live SnapshotV2
+	// Packages holds, by server, how each server's package differs ([ComparePackage]); a
+	// server with a package diff is reported as changed even when its surface is not.
+	Packages map[string]*PackageDiff
 }
 
 // CompareV2 grades how live differs from locked, with the drift rules toolwarrant uses.
 func CompareV2(locked, live *LockfileV2, opts CompareV2Options) *ReportV2 {
 	r := &ReportV2{LockfileVersion: Version2, Servers: []ServerDiffV2{}}
-	for _, name := range unionNames(locked.Servers, live.Servers) {
+	names := map[string]bool{}
+	for _, n := range unionNames(locked.Servers, live.Servers) {
+		names[n] = true
+	}
+	for n, d := range opts.Packages {
+		if d != nil {
+			names[n] = true
+		}
+	}
+	for _, name := range sortedNames(names) {
 		ls, inLocked := locked.Servers[name]
 		vs, inLive := live.Servers[name]
 		sd := ServerDiffV2{Server: name, Change: Changed}
@@ -117,7 +135,14 @@ func CompareV2(locked, live *LockfileV2, opts CompareV2Options) *ReportV2 {
 			sd.Profiles = append(sd.Profiles, pd)
 			sd.Grade = max(sd.Grade, pd.Grade)
 		}
-		if len(sd.Profiles) > 0 {
+		if pd := opts.Packages[name]; pd != nil {
+			sd.Package = pd
+			sd.Grade = max(sd.Grade, pd.Grade)
+			if sd.Profiles == nil {
+				sd.Profiles = []ProfileDiff{}
+			}
+		}
+		if len(sd.Profiles) > 0 || sd.Package != nil {
 			r.Servers = append(r.Servers, sd)
 			r.Grade = max(r.Grade, sd.Grade)
 		}
@@ -354,10 +379,13 @@ func textDiff(old *string, live string) *TextDiff {
 	return td
 }
 
-// Items counts the changed items of r.
+// Items counts the changed items of r, a changed package as one.
 func (r *ReportV2) Items() int {
 	n := 0
 	for _, s := range r.Servers {
+		if s.Package != nil {
+			n++
+		}
 		for _, p := range s.Profiles {
 			n += len(p.Items)
 		}
@@ -365,10 +393,13 @@ func (r *ReportV2) Items() int {
 	return n
 }
 
-// AtLeast counts the changed items graded at least sev.
+// AtLeast counts the changed items (a changed package as one) graded at least sev.
 func (r *ReportV2) AtLeast(sev warrant.Severity) int {
 	n := 0
 	for _, s := range r.Servers {
+		if s.Package != nil && s.Package.Grade >= sev {
+			n++
+		}
 		for _, p := range s.Profiles {
 			for _, it := range p.Items {
 				if it.Grade >= sev {

@@ -3,6 +3,7 @@ package lockfile
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,8 +37,8 @@ func ReadVersion(data []byte) (int, error) {
 // version 1: it refuses text RFC 8785 does not accept, another lockfileVersion, missing or
 // mistyped fields, hashes that are not 64 lowercase hex digits, digests that are not
 // "sha256:" and 64, a nameHash that is not the hash of its name, duplicate or empty keys,
-// client capabilities that are not a JSON object, and a surfaceHash that does not match its
-// entries. Unknown fields and a layout other than [LockfileV2.Marshal]'s are warnings.
+// client capabilities that are not a JSON object, a surfaceHash that does not match its
+// entries, and a package that [Package.Validate] refuses. Unknown fields and a layout other than [LockfileV2.Marshal]'s are warnings.
 func ParseV2(data []byte) (*LockfileV2, []Warning, error) {
 	top, err := topLevelLockfile(data)
 	if err != nil {
@@ -53,9 +54,12 @@ func ParseV2(data []byte) (*LockfileV2, []Warning, error) {
 	for _, name := range sortedNames(servers) {
 		path := "servers." + name
 		obj := p.object(path, servers[name])
-		p.unknown(path, obj, "profiles")
-		profiles := p.object(path+".profiles", obj["profiles"])
+		p.unknown(path, obj, "package", "profiles")
 		s := ServerV2{Profiles: map[string]ProfileV2{}}
+		if raw, ok := obj["package"]; ok {
+			s.Package = p.pkg(path+".package", raw)
+		}
+		profiles := p.object(path+".profiles", obj["profiles"])
 		for _, pn := range sortedNames(profiles) {
 			pp := path + ".profiles." + pn
 			if p.err == nil && pn == "" {
@@ -219,4 +223,62 @@ func (p *parser) digest(path string, raw json.RawMessage) string {
 		p.fail(path, "must be \"sha256:\" and 64 lowercase hex digits")
 	}
 	return s
+}
+
+// pkg reads a server's package object (docs/agentgate.md, "Package identity").
+func (p *parser) pkg(path string, raw json.RawMessage) *Package {
+	obj := p.object(path, raw)
+	if p.err != nil {
+		return nil
+	}
+	var pk Package
+	pk.Type = p.str(path+".type", obj["type"])
+	if p.err != nil {
+		return nil
+	}
+	opt := func(field string) string {
+		if _, ok := obj[field]; !ok {
+			return ""
+		}
+		return p.str(path+"."+field, obj[field])
+	}
+	switch pk.Type {
+	case PackageNPM:
+		p.unknown(path, obj, "type", "name", "version", "integrity")
+		pk.Name, pk.Version, pk.Integrity = p.str(path+".name", obj["name"]), p.str(path+".version", obj["version"]), p.str(path+".integrity", obj["integrity"])
+	case PackagePyPI:
+		p.unknown(path, obj, "type", "name", "version", "files")
+		pk.Name, pk.Version = p.str(path+".name", obj["name"]), p.str(path+".version", obj["version"])
+		for i, f := range p.list(path+".files", obj["files"]) {
+			fp := fmt.Sprintf("%s.files[%d]", path, i)
+			p.unknown(fp, f, "filename", "sha256")
+			pk.Files = append(pk.Files, PackageFile{Filename: p.str(fp+".filename", f["filename"]), SHA256: p.hash(fp+".sha256", f["sha256"])})
+		}
+	case PackageOCI:
+		p.unknown(path, obj, "type", "name", "tag", "digest")
+		pk.Name, pk.Tag, pk.Digest = p.str(path+".name", obj["name"]), opt("tag"), p.str(path+".digest", obj["digest"])
+	case PackageRemote:
+		p.unknown(path, obj, "type", "url", "spki")
+		pk.URL, pk.SPKI = p.str(path+".url", obj["url"]), opt("spki")
+	}
+	if p.err != nil {
+		return nil
+	}
+	orig := append([]PackageFile(nil), pk.Files...)
+	if err := pk.Validate(); err != nil {
+		var pe *packageError
+		if errors.As(err, &pe) && pe.field != "" {
+			p.fail(path+"."+pe.field, pe.msg)
+		} else if pe != nil {
+			p.fail(path, pe.msg)
+		}
+		return nil
+	}
+	for i := range orig {
+		if orig[i] != pk.Files[i] {
+			p.warn(path+".files", "not sorted by filename; agentgate lock rewrites it in order")
+			break
+		}
+	}
+	return &pk
 }

@@ -31,6 +31,10 @@ type LockfileV2 struct {
 
 // ServerV2 is one server's locked surface, per client profile.
 type ServerV2 struct {
+	// Package is what the server runs from (an npm or PyPI version, an image digest, a
+	// URL), pinned by content; nil when it is not pinned (lockfiles written before it, a
+	// command agentgate cannot read a package from, lock --no-package).
+	Package *Package
 	// Profiles maps a profile name (generic, claude-code, vscode, cursor, or the name given
 	// to explicit capabilities) to the surface the server showed that client.
 	Profiles map[string]ProfileV2
@@ -343,15 +347,15 @@ func (p ProfileV2) Equal(q ProfileV2) bool {
 	return true
 }
 
-// SameSurfaceV2 reports whether a and b lock the same servers, profiles and surfaces;
-// generatedBy and generatedAt are ignored.
+// SameSurfaceV2 reports whether a and b lock the same servers, packages, profiles and
+// surfaces; generatedBy and generatedAt are ignored.
 func SameSurfaceV2(a, b *LockfileV2) bool {
 	if len(a.Servers) != len(b.Servers) {
 		return false
 	}
 	for name, sa := range a.Servers {
 		sb, ok := b.Servers[name]
-		if !ok || len(sa.Profiles) != len(sb.Profiles) {
+		if !ok || len(sa.Profiles) != len(sb.Profiles) || !equalPackages(sa.Package, sb.Package) {
 			return false
 		}
 		for pn, pa := range sa.Profiles {
@@ -395,7 +399,12 @@ func (lf *LockfileV2) Marshal() ([]byte, error) {
 		s := lf.Servers[name]
 		w.sep(i, "\n    ")
 		w.str(name)
-		w.raw(": {\n      \"profiles\": {")
+		w.raw(": {")
+		if s.Package != nil {
+			w.pkg(*s.Package)
+			w.raw(",")
+		}
+		w.raw("\n      \"profiles\": {")
 		for j, pn := range s.SortedProfiles() {
 			p := s.Profiles[pn]
 			w.sep(j, "\n        ")

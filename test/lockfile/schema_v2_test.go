@@ -64,6 +64,23 @@ func TestGeneratedV2LockfilesValidate(t *testing.T) {
 	if err := validate(schema, golden); err != nil {
 		t.Errorf("sample.v2.lock.golden: %v", err)
 	}
+	// One server per package type (docs/agentgate.md, "Package identity").
+	withPackages, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "internal", "lockfile", "testdata", "sample.v2.package.lock.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(schema, withPackages); err != nil {
+		t.Errorf("sample.v2.package.lock.golden: %v", err)
+	}
+	for _, bad := range []struct{ from, to string }{
+		{`"type": "npm"`, `"type": "cargo"`},
+		{`"integrity": "sha512-`, `"integrity": "md5-`},
+		{`"type": "remote",`, `"type": "remote", "name": "x",`},
+	} {
+		if err := validate(schema, []byte(strings.Replace(string(withPackages), bad.from, bad.to, 1))); err == nil {
+			t.Errorf("the schema accepts %s", bad.to)
+		}
+	}
 	for seed := range uint64(100) {
 		data, err := randomV2(t, seed).Marshal()
 		if err != nil {
