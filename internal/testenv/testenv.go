@@ -16,6 +16,9 @@ const (
 	AWS Kind = "AGENTGATE_REQUIRE_AWS"
 	// External is any other tool outside Go: node, npm packages, protoc, aws-lambda-rie.
 	External Kind = "AGENTGATE_REQUIRE_EXTERNAL"
+	// NPMRegistry is the public npm registry (registry.npmjs.org): the one place a test may
+	// reach beyond loopback, and only when this is set (test/packages).
+	NPMRegistry Kind = "AGENTGATE_REQUIRE_NPM_REGISTRY"
 )
 
 // Required reports whether missing dependencies of kind k must fail the test.
