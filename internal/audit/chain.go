@@ -167,7 +167,7 @@ func (v *Verifier) Add(r warrant.AuditRecord) {
 		v.problem(r.Seq, "out of sequence: expected entry %d (an entry was deleted, inserted or moved)", want)
 	}
 	if r.PrevHash != v.prev.Hash {
-		v.problem(r.Seq, "prev_hash %s does not match entry %d's hash %s", short(r.PrevHash), v.prev.Seq, short(v.prev.Hash))
+		v.problem(r.Seq, "prev_hash %s does not match entry %d's hash %s", r.PrevHash, v.prev.Seq, v.prev.Hash)
 	}
 	var parsed struct {
 		Seq   int64           `json:"seq"`
@@ -192,7 +192,7 @@ func (v *Verifier) Add(r warrant.AuditRecord) {
 	if h, err := Hash(r.PrevHash, r.Body); err != nil {
 		v.problem(r.Seq, "%v", err)
 	} else if h != r.Hash {
-		v.problem(r.Seq, "hash %s does not match its body (recomputed %s): the entry was altered", short(r.Hash), short(h))
+		v.problem(r.Seq, "hash %s does not match its body (recomputed %s): the entry was altered", r.Hash, h)
 	} else {
 		hashOK = true
 	}
@@ -208,7 +208,7 @@ func (v *Verifier) Add(r warrant.AuditRecord) {
 	if h := v.opts.Head; h != nil && r.Seq == h.Seq {
 		v.sawHead = true
 		if r.Hash != h.Hash {
-			v.problem(r.Seq, "hash %s differs from the head you kept (%s): the history up to here was rewritten", short(r.Hash), short(h.Hash))
+			v.problem(r.Seq, "hash %s differs from the head you kept (%s): the history up to here was rewritten", r.Hash, h.Hash)
 		}
 	}
 	if r.Type == "trust_changed" && v.firstRoot == "" {
@@ -216,7 +216,7 @@ func (v *Verifier) Add(r warrant.AuditRecord) {
 		if v.opts.TrustRoot != "" {
 			v.sawRoot = true
 			if r.Hash != v.opts.TrustRoot {
-				v.problem(r.Seq, "the trust list was initialised by entry %s, not by the trust root you kept (%s): the history was rewritten", short(r.Hash), short(v.opts.TrustRoot))
+				v.problem(r.Seq, "the trust list was initialised by entry %s, not by the trust root you kept (%s): the history was rewritten", r.Hash, v.opts.TrustRoot)
 			}
 		}
 	}
@@ -230,7 +230,7 @@ func (v *Verifier) Finish() Report {
 		v.problem(v.prev.Seq, "the log ends at entry %d, before the head you kept (entry %d): entries were removed", v.prev.Seq, h.Seq)
 	}
 	if v.opts.TrustRoot != "" && !v.sawRoot {
-		v.problem(v.prev.Seq, "no entry initialises the trust list, but you kept trust root %s", short(v.opts.TrustRoot))
+		v.problem(v.prev.Seq, "no entry initialises the trust list, but you kept trust root %s", v.opts.TrustRoot)
 	}
 	return v.rep
 }
@@ -245,11 +245,4 @@ func Verify(records []warrant.AuditRecord, opts Options) Report {
 		v.Add(r)
 	}
 	return v.Finish()
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12] + "…"
-	}
-	return h
 }

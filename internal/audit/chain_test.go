@@ -227,3 +227,52 @@ func FuzzParseExport(f *testing.F) {
 		}
 	})
 }
+
+// TestProblemsShowWholeHashes pins that a problem comparing two hashes prints both in
+// full (issue 34 item 7): cut to 12 digits, hashes that differ after the 12th read as
+// the same hash.
+func TestProblemsShowWholeHashes(t *testing.T) {
+	s := newMemSigner(t)
+	recs := build(t, s, 3)
+	// flip changes the last hex digit only.
+	flip := func(h string) string {
+		last := "0"
+		if strings.HasSuffix(h, "0") {
+			last = "1"
+		}
+		return h[:len(h)-1] + last
+	}
+	badPrev := clone(recs)
+	badPrev[1].PrevHash = flip(recs[0].Hash)
+	badHash := clone(recs)
+	badHash[1].Hash = flip(recs[1].Hash)
+	head := warrant.AuditHead{Seq: 3, Hash: flip(recs[2].Hash)}
+	recomputed, err := Hash(badPrev[1].PrevHash, recs[1].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		recs []warrant.AuditRecord
+		opts Options
+		want []string // each must appear in the problems, whole
+	}{
+		{"head you kept", recs, Options{Keys: keys(s), Head: &head}, []string{recs[2].Hash, head.Hash}},
+		{"trust root you kept", recs, Options{Keys: keys(s), TrustRoot: flip(recs[0].Hash)}, []string{recs[0].Hash, flip(recs[0].Hash)}},
+		{"prev_hash", badPrev, Options{Keys: keys(s)}, []string{badPrev[1].PrevHash, recs[0].Hash, recomputed}},
+		{"hash of the body", badHash, Options{Keys: keys(s)}, []string{badHash[1].Hash, recs[1].Hash}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := problemsAt(Verify(tc.recs, tc.opts))
+			for _, h := range tc.want {
+				if !strings.Contains(got, h) {
+					t.Errorf("problems lack the whole hash %s:\n%s", h, got)
+				}
+			}
+			if strings.Contains(got, "…") {
+				t.Errorf("a hash was shortened:\n%s", got)
+			}
+		})
+	}
+}
