@@ -28,6 +28,10 @@ that hide or reorder text), confusable (the name looks like another tool's), mix
 
 --pending keeps the tools whose current digest is undecided.
 
+GRADE is the grade, its first rule (the most severe) and how many more there are
+("CRITICAL description-changed +3 more"); every rule is in 'list --json', and
+'toolwarrant diff SERVER TOOL' explains each change.
+
 CURRENT and APPROVED show the first 12 hex digits of each digest. 'approve', 'reject',
 'rollback' and 'show --version' take them as they are (any unique prefix of at least 8
 hex digits); the full digests are in 'list --json', 'show SERVER TOOL --json' and on
@@ -71,24 +75,16 @@ the page of 'toolwarrant review'.` + remoteNote + exitCodes("success", ""),
 			tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERVER\tTOOL\tSTATE\tCURRENT\tAPPROVED\tGRADE\tFLAGS")
 			for _, r := range rows {
-				grade := "-"
-				if r.Grade != warrant.SeverityNone {
-					rules := make([]string, len(r.Rules))
-					for i, ru := range r.Rules {
-						rules[i] = string(ru)
-					}
-					grade = r.Grade.String() + " " + strings.Join(rules, ",")
-				}
 				flags := strings.Join(r.Flags, ",")
 				if flags == "" {
 					flags = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), shortOrDash(r.Approved), grade, flags)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), shortOrDash(r.Approved), gradeCell(r), flags)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintln(a.env.Stderr, "toolwarrant: digests are shortened to 12 hex digits; approve, reject and show --version take them as they are; the full digests: 'toolwarrant list --json', 'toolwarrant show SERVER TOOL --json' or 'toolwarrant review'")
+			fmt.Fprintln(a.env.Stderr, "toolwarrant: digests are shortened to 12 hex digits; approve, reject and show --version take them as they are; the full digests: 'toolwarrant list --json', 'toolwarrant show SERVER TOOL --json' or 'toolwarrant review'; every rule of a grade: 'toolwarrant list --json' or 'toolwarrant diff SERVER TOOL'")
 			return nil
 		},
 	}
@@ -103,4 +99,19 @@ func shortOrDash(d warrant.Digest) string {
 		return "-"
 	}
 	return d.Short()
+}
+
+// gradeCell is list's GRADE: the grade and its first rule, the most severe (a drift's
+// rules come in the order of its changes, most severe first), and how many more, so that
+// a change that trips every rule still fits a row; "-" when not graded.
+func gradeCell(r warrant.ToolRow) string {
+	switch {
+	case r.Grade == warrant.SeverityNone:
+		return "-"
+	case len(r.Rules) == 0:
+		return r.Grade.String()
+	case len(r.Rules) == 1:
+		return r.Grade.String() + " " + string(r.Rules[0])
+	}
+	return fmt.Sprintf("%s %s +%d more", r.Grade, r.Rules[0], len(r.Rules)-1)
 }
