@@ -33,6 +33,8 @@ var domain = []struct {
 	{"internal/lockfile", []string{"internal/canon", "internal/jsontok", "internal/warrant", "internal/textguard", "golang.org/x/text/"},
 		"agentgate.lock's format and hashes, graded with toolwarrant's drift rules"},
 	{"internal/warrant", []string{"internal/canon", "internal/jsontok", "internal/textguard", "golang.org/x/text/"}, "toolwarrant's model, rules, index and use cases"},
+	{"internal/findings", []string{"internal/canon", "internal/jsontok", "internal/textguard", "internal/warrant", "golang.org/x/text/"},
+		"first-sight findings: offline phrase rules over a definition's text, graded with warrant's severities"},
 	{"internal/audit", []string{"internal/canon", "internal/jsontok", "internal/signer", "internal/textguard", "internal/warrant", "golang.org/x/text/", "golang.org/x/mod/sumdb/tlog"},
 		"the audit chain, and its RFC 6962 tree on the Go checksum database's tlog package"},
 	{"internal/checkpoint", []string{"internal/audit", "internal/blob", "internal/canon", "internal/jsontok", "internal/signer", "internal/textguard", "internal/warrant", "golang.org/x/text/",
