@@ -164,7 +164,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("get_forecast after the rug pull: %+v", fc)
 	}
 	r = tw(t, bin, dir, "list", "--pending")
-	if r.code != 0 || !strings.Contains(r.stdout, "weather     get_forecast") || !strings.Contains(r.stdout, "CRITICAL description-changed,suspicious-text-added  invisible") {
+	if r.code != 0 || !strings.Contains(r.stdout, "weather     get_forecast") || !strings.Contains(r.stdout, "CRITICAL description-changed +1 more  invisible") {
 		t.Errorf("list --pending: %s", r)
 	}
 	r = tw(t, bin, dir, "diff", "weather", "get_forecast")
