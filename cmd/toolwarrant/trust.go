@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -73,13 +75,9 @@ func (f *signingFlags) signer(cmd *cobra.Command, cfg config.Toolwarrant) (sshsi
 	case f.agent:
 		var pub *sshsig.PublicKey
 		if f.pub != "" {
-			b, err := os.ReadFile(f.pub)
+			k, _, err := readPubKey(cmd, f.pub)
 			if err != nil {
-				return nil, cli.Exit(cli.ExitUsage, err)
-			}
-			k, _, err := sshsig.ParseAuthorizedKey(string(b))
-			if err != nil {
-				return nil, cli.Usage(cmd, "--ssh-key %s: %v", f.pub, pubKeyHint(f.pub, err))
+				return nil, err
 			}
 			pub = &k
 		}
@@ -107,15 +105,43 @@ func readPub(cmd *cobra.Command, path string) (string, string, error) {
 	if path == "" {
 		return "", "", cli.Usage(cmd, "--ssh-key PUB is required")
 	}
-	b, err := os.ReadFile(path)
+	k, comment, err := readPubKey(cmd, path)
 	if err != nil {
-		return "", "", cli.Exit(cli.ExitUsage, err)
+		return "", "", err
+	}
+	return k.AuthorizedKey(), comment, nil
+}
+
+// readPubKey reads and parses the public key file --ssh-key names. Every failure is an
+// input error (exit 2) naming the flag and the file; a missing file says how to make a
+// key pair, since a newcomer often has none yet.
+func readPubKey(cmd *cobra.Command, path string) (sshsig.PublicKey, string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sshsig.PublicKey{}, "", cli.Usage(cmd, "--ssh-key %s: key not found; %s", path, keygenHint(path))
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, first
+		}
+		return sshsig.PublicKey{}, "", cli.Usage(cmd, "--ssh-key %s: cannot read it: %v", path, err)
 	}
 	k, comment, err := sshsig.ParseAuthorizedKey(string(b))
 	if err != nil {
-		return "", "", cli.Usage(cmd, "--ssh-key %s: %v", path, pubKeyHint(path, err))
+		return sshsig.PublicKey{}, "", cli.Usage(cmd, "--ssh-key %s: %v", path, pubKeyHint(path, err))
 	}
-	return k.AuthorizedKey(), comment, nil
+	return k, comment, nil
+}
+
+// keygenHint is the ssh-keygen command that makes the public key path names: for X.pub,
+// the pair X and X.pub; for any other path X, the pair X and X.pub, of which X.pub is
+// the file to pass.
+func keygenHint(path string) string {
+	if base, ok := strings.CutSuffix(path, ".pub"); ok && base != "" && !strings.HasSuffix(base, string(filepath.Separator)) {
+		return fmt.Sprintf("create one with 'ssh-keygen -t ed25519 -f %s' (it writes %s and %s)", base, base, path)
+	}
+	return fmt.Sprintf("create one with 'ssh-keygen -t ed25519 -f %s' (then pass %s.pub)", path, path)
 }
 
 func (a *app) trustCmd() *cobra.Command {
