@@ -94,6 +94,10 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
 // error shows it ("--fail-on " or "AGENTGATE_FAIL_ON=").
 func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOnFlag, failOnFrom, sarifPath string) (err error) {
 	gha := ci && a.env.Getenv("GITHUB_ACTIONS") == "true"
+	a.ghaOut = a.env.Stdout
+	if asJSON {
+		a.ghaOut = a.env.Stderr
+	}
 	failOn := warrant.Info
 	var badGrade error
 	if failOnFlag != "" {
@@ -114,6 +118,16 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 	defer func() { err = a.annotateError(gha, err) }()
 	if sarifPath != "" {
 		sarifPath = a.abs(sarifPath)
+		// A run that could not check writes its SARIF too, saying why, so that the upload
+		// step that follows has a file and shows the failure.
+		defer func() {
+			var ee *cli.ExitError
+			if err != nil && !a.sarifWritten && !(errors.As(err, &ee) && ee.Code == cli.ExitFound) {
+				if werr := a.writeSARIFFailure(sarifPath, err); werr != nil {
+					err = errors.Join(err, werr)
+				}
+			}
+		}()
 	}
 
 	version, err := a.lockfileVersion(o)
@@ -323,7 +337,7 @@ func (a *app) annotations(rep *lockfile.Report, o opts) {
 			props += fmt.Sprintf(",line=%d", n)
 		}
 		props += ",title=" + ghaProp("agentgate: tool surface drift")
-		fmt.Fprintf(a.env.Stdout, "::error %s::%s\n", props, ghaData(d.text+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
+		fmt.Fprintf(a.ghaOut, "::error %s::%s\n", props, ghaData(d.text+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
 	}
 }
 
@@ -336,7 +350,7 @@ func (a *app) annotateError(gha bool, err error) error {
 	if errors.As(err, &ee) && ee.Err == nil {
 		return err
 	}
-	fmt.Fprintf(a.env.Stdout, "::error title=%s::%s\n", ghaProp("agentgate: cannot check the tool surface"), ghaData(err.Error()))
+	fmt.Fprintf(a.ghaOut, "::error title=%s::%s\n", ghaProp("agentgate: cannot check the tool surface"), ghaData(err.Error()))
 	return err
 }
 

@@ -481,6 +481,6 @@ func (a *app) annotationsFrom(fs []finding) {
 			props += fmt.Sprintf(",line=%d", f.line)
 		}
 		props += ",title=" + ghaProp(fmt.Sprintf("agentgate: %s %s", f.severity, f.rule))
-		fmt.Fprintf(a.env.Stdout, "::%s %s::%s\n", kind, props, ghaData(f.message+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
+		fmt.Fprintf(a.ghaOut, "::%s %s::%s\n", kind, props, ghaData(f.message+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +47,16 @@ type app struct {
 	flagTimeout                            time.Duration
 	flagLimits                             [3]readbound.Size // message, listing, server
 
-	pkg      pkgFlags   // lock --no-package, --pin-tls; ci --offline
-	lockJSON bool       // lock --json
-	lockOut  lockResult // what lock did, for --json
+	pkg pkgFlags // lock --no-package, --pin-tls; ci --offline
+	// ghaOut is where GitHub Actions workflow commands go: stdout, or stderr under --json
+	// (the runner reads both; stdout then holds the JSON document alone).
+	ghaOut io.Writer
+	// sarifWritten is set once ci --sarif wrote its file; failed holds the servers'
+	// failures printed, for the SARIF of a ci that could not check.
+	sarifWritten bool
+	failed       []string
+	lockJSON     bool       // lock --json
+	lockOut      lockResult // what lock did, for --json
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {
@@ -436,7 +444,9 @@ func failures[R outcome](a *app, results []R, failed, what string) error {
 	for _, r := range results {
 		if err := r.failure(); err != nil {
 			n++
-			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+			line := strings.ReplaceAll(err.Error(), "\n", "; ")
+			a.failed = append(a.failed, line)
+			fmt.Fprintf(a.env.Stderr, "agentgate: %s\n", line)
 		}
 	}
 	if n == 0 {

@@ -23,8 +23,22 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations,omitempty"`
+	Results     []sarifResult     `json:"results"`
+}
+
+// sarifInvocation says that the run could not check, and why (SARIF 2.1.0 §3.20): what a
+// ci that exits 2 writes, with no results.
+type sarifInvocation struct {
+	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	ExitCode                   int                 `json:"exitCode"`
+	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications"`
+}
+
+type sarifNotification struct {
+	Level   string    `json:"level"`
+	Message sarifText `json:"message"`
 }
 
 type sarifTool struct {
@@ -122,6 +136,22 @@ func sarifRules() []sarifRule {
 
 // writeSARIF writes the findings as a SARIF 2.1.0 log to path, atomically.
 func (a *app) writeSARIF(path string, fs []finding) error {
+	return a.writeSARIFLog(path, fs, nil)
+}
+
+// writeSARIFFailure writes the SARIF of a ci that could not check: no results, and an
+// invocation that failed with err's message. Code scanning then shows the failure instead
+// of the upload step failing for want of a file.
+func (a *app) writeSARIFFailure(path string, cause error) error {
+	msg := "agentgate ci could not check the tool surface: " + cause.Error()
+	for _, f := range a.failed {
+		msg += "; " + f
+	}
+	inv := sarifInvocation{ExitCode: cli.ExitUsage, ToolExecutionNotifications: []sarifNotification{{Level: "error", Message: sarifText{msg}}}}
+	return a.writeSARIFLog(path, nil, &inv)
+}
+
+func (a *app) writeSARIFLog(path string, fs []finding, inv *sarifInvocation) error {
 	log := sarifLog{
 		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
 		Version: "2.1.0",
@@ -129,6 +159,9 @@ func (a *app) writeSARIF(path string, fs []finding) error {
 			Tool:    sarifTool{Driver: sarifDriver{Name: "agentgate", Version: a.deps.version, InformationURI: "https://github.com/agentgate-dev/agentgate", Rules: sarifRules()}},
 			Results: []sarifResult{},
 		}},
+	}
+	if inv != nil {
+		log.Runs[0].Invocations = []sarifInvocation{*inv}
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].key < fs[j].key })
 	for _, f := range fs {
@@ -151,6 +184,7 @@ func (a *app) writeSARIF(path string, fs []finding) error {
 	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
 		return cli.Exit(cli.ExitUsage, fmt.Errorf("%s: cannot write: %v", a.rel(path), unwrapPath(err)))
 	}
+	a.sarifWritten = true
 	return nil
 }
 
