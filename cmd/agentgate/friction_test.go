@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/agentgate-dev/agentgate/internal/mcpclient"
 )
 
 // Under GitHub Actions, ci --json keeps stdout one JSON document: the workflow commands
@@ -79,5 +84,48 @@ func TestCISARIFWrittenWhenCINotRun(t *testing.T) {
 				t.Errorf("invocation = %+v; want a failure naming %s", inv, tc.says)
 			}
 		})
+	}
+}
+
+// Servers run by a package runner that fail to start beside others (npx racing on a cold
+// cache) are tried once more, one at a time; other servers are not (issue 34, item 4).
+func TestPackageRunnersRetriedAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"a": {"command": "npx", "args": ["-y", "a-server@1.0.0"]}, "b": {"command": "npx", "args": ["-y", "b-server@1.0.0"]}, "c": {"command": "node", "args": ["c.js"]}}}`)
+	surface := &fakeSurface{tools: []string{`{"name":"t","inputSchema":{"type":"object"}}`}}
+	list := fakeListV2(map[string]*fakeSurface{"a": surface, "b": surface, "c": surface})
+	var mu sync.Mutex
+	calls := map[string]int{}
+	failing := map[string]bool{"a": true, "b": true}
+	d := testDeps(dir)
+	d.list = func(ctx context.Context, s mcpclient.Server, o mcpclient.Options) (*mcpclient.Listing, error) {
+		mu.Lock()
+		calls[s.Name]++
+		first := calls[s.Name] == 1
+		mu.Unlock()
+		if failing[s.Name] && (first || s.Name == "c") {
+			return nil, fmt.Errorf("server %q: %w: calling \"initialize\": EOF (server stderr: npm error code ENOTEMPTY)", s.Name, mcpclient.ErrUnavailable)
+		}
+		return list(ctx, s, o)
+	}
+	r := runCLI(t, d, nil, "lock", "--no-package")
+	if r.code != 0 || !strings.Contains(r.stderr, "agentgate: 2 servers run by a package runner failed to start beside the others; trying them once more, one at a time") ||
+		calls["a"] != 2 || calls["b"] != 2 || calls["c"] != 1 {
+		t.Fatalf("lock = %+v, calls %v", r, calls)
+	}
+	failing = map[string]bool{"c": true}
+	clear(calls)
+	if r := runCLI(t, d, nil, "lock", "--no-package"); r.code != 2 || calls["c"] != 1 || strings.Contains(r.stderr, "once more") {
+		t.Fatalf("a failing node server = %+v, calls %v", r, calls)
+	}
+}
+
+// agentgate --help describes what a version 2 lockfile pins (issue 34, item 5).
+func TestRootHelpDescribesVersion2(t *testing.T) {
+	r := runCLI(t, testDeps(t.TempDir()), nil, "--help")
+	for _, want := range []string{"lockfile version 2", "prompt", "resource", "instructions", "per client profile", "npm or PyPI version", "agentgate.snapshot.json"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agentgate --help does not say %q:\n%s", want, r.stdout)
+		}
 	}
 }

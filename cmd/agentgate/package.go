@@ -307,3 +307,13 @@ func usageOffline(version int, lockName string) error {
 	}
 	return cli.Exit(cli.ExitUsage, fmt.Errorf("--offline checks the package identities of a version 2 lockfile; %s is version %d (upgrade it with 'agentgate lock --lockfile-version 2')", lockName, version))
 }
+
+// runsFromPackage reports whether a stdio server is started by a package runner (npx, uvx,
+// docker run, ...), which fetches and installs before the server runs.
+func runsFromPackage(s mcpclient.Server) bool {
+	if s.Transport != mcpclient.TransportStdio {
+		return false
+	}
+	_, runs, _ := pkgid.Parse(s.Command, s.Args)
+	return runs
+}

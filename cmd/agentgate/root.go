@@ -67,10 +67,14 @@ func newRoot(env cli.Env, d deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentgate",
 		Short: "Pin the tool surface of your MCP servers and fail CI when it drifts",
-		Long: `agentgate pins every tool your MCP servers offer — its name, description and input
-schema, as SHA-256 hashes — in agentgate.lock, next to your MCP client config. Commit it;
-'agentgate ci' then fails the build the moment an upstream server rewords a description or
-changes a schema (a rug pull), and 'agentgate diff' shows exactly what changed.
+		Long: `agentgate pins what your MCP servers show a model — every tool (the digest of the whole
+tool object as served, and the hashes of its name, description and input schema), prompt,
+resource, resource template and the server's instructions, per client profile — and what
+each server runs from (the npm or PyPI version and its hashes, the image digest, the URL) in
+agentgate.lock (lockfile version 2), next to your MCP client config. Commit it with
+agentgate.snapshot.json; 'agentgate ci' then fails the build the moment an upstream server
+rewords a description or changes a schema (a rug pull) or re-publishes its package, grading
+each change CRITICAL, WARNING or INFO, and 'agentgate diff' shows exactly what changed.
 
 The config is read from --config, or the first of .mcp.json, mcp.json, .vscode/mcp.json and
 .cursor/mcp.json in the working directory (Claude Desktop, Claude Code, Cursor and VS Code

@@ -124,6 +124,22 @@ func (r listedV2) failure() error { return r.err }
 // order. Notes from the client (lines skipped, probes unanswered) are warnings.
 func (a *app) listAllV2(ctx context.Context, o opts, jobs []job) []listedV2 {
 	out := inParallel(a, jobs, "", false, func(j job) listedV2 { return a.listOneV2(ctx, o, j) })
+	// Package runners started together can race on a cold cache (two npx installing into
+	// ~/.npm/_npx at once): a server run by one that failed to start is tried once more, on
+	// its own.
+	var again []int
+	for i, r := range out {
+		if len(jobs) > 1 && ctx.Err() == nil && r.err != nil && errors.Is(r.err, mcpclient.ErrUnavailable) && runsFromPackage(r.server) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		fmt.Fprintf(a.env.Stderr, "agentgate: %d %s run by a package runner failed to start beside the others; trying %s once more, one at a time\n",
+			len(again), plural(len(again), "server", "servers"), plural(len(again), "it", "them"))
+		for _, i := range again {
+			out[i] = a.listOneV2(ctx, o, jobs[i])
+		}
+	}
 	for _, r := range out {
 		for _, n := range r.notes {
 			a.warnf("server %q (%s): %s", r.server.Name, r.profile.Name, n)

@@ -69,7 +69,9 @@ type Server struct {
 	Args []string
 	// Env holds variables added to (or overriding) the inherited environment of the child.
 	Env map[string]string
-	// Cwd is the child's working directory; empty means the caller's working directory.
+	// Cwd is the child's working directory: the config's "cwd" (relative to the workspace
+	// folder), else the workspace folder itself, as editors start servers; empty (the
+	// caller's working directory) only for a Server built by hand.
 	Cwd string
 
 	// URL is the endpoint of a remote server.
@@ -343,6 +345,10 @@ func parseServer(name string, raw json.RawMessage, x *expander) (s Server, disab
 				cwd = filepath.Join(x.workspace, cwd)
 			}
 			s.Cwd = cwd
+		} else {
+			// As editors start it: in the project folder, so that a relative command
+			// (./bin/server) and relative paths in args mean what they mean there.
+			s.Cwd = x.workspace
 		}
 		return s, false, nil
 	}

@@ -2,10 +2,12 @@ package mcpclient
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -70,13 +72,13 @@ func TestParseConfig(t *testing.T) {
 			name: "vscode settings nest servers under mcp",
 			path: "/proj/.vscode/settings.json",
 			data: `{"editor.tabSize": 2, "mcp": {"servers": {"a": {"command": "a"}}}}`,
-			want: &Config{Path: "/proj/.vscode/settings.json", Format: FormatVSCode, Servers: []Server{{Name: "a", Transport: TransportStdio, Command: "a"}}},
+			want: &Config{Path: "/proj/.vscode/settings.json", Format: FormatVSCode, Servers: []Server{{Name: "a", Transport: TransportStdio, Command: "a", Cwd: "/proj"}}},
 		},
 		{
 			name: "defaults in claude code references",
 			path: "/p/.mcp.json",
 			data: `{"mcpServers":{"a":{"command":"${BIN:-node}","args":["${PORT:-8080}"]}}}`,
-			want: &Config{Path: "/p/.mcp.json", Format: FormatMCPServers, Servers: []Server{{Name: "a", Transport: TransportStdio, Command: "node", Args: []string{"8080"}}}},
+			want: &Config{Path: "/p/.mcp.json", Format: FormatMCPServers, Servers: []Server{{Name: "a", Transport: TransportStdio, Command: "node", Args: []string{"8080"}, Cwd: "/p"}}},
 		},
 		{
 			name: "strings with comment markers are kept",
@@ -232,4 +234,39 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A config's relative stdio command and paths mean what they mean in its project folder,
+// as editors start servers there, whatever directory agentgate runs in (issue 34, item 3).
+func TestRelativeCommandResolvesInTheProjectFolder(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(project, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(project, "bin", "srv")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(project, ".vscode", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgText := fmt.Sprintf(`{"servers":{"f":{"command":"./bin/srv","env":{%q:"ok"}}}}`, fakeServerEnv)
+	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path, ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers[0].Cwd != project {
+		t.Fatalf("cwd = %q, want the project folder %q", cfg.Servers[0].Cwd, project)
+	}
+	l, err := ListTools(t.Context(), cfg.Servers[0], Options{Timeout: 10 * time.Second})
+	if err != nil || len(l.Tools) != 3 {
+		t.Fatalf("listing ./bin/srv from %s: %v", project, err)
+	}
 }

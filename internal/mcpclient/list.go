@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -290,7 +291,7 @@ func listStdioOnce(ctx context.Context, s Server, opts Options, legacy bool) (*L
 		return nil, tap, fmt.Errorf("server %q: %w: cannot start %s: %v", s.Name, ErrUnavailable, s.Command, why)
 	}
 	if err != nil && !errors.Is(err, ErrProtocol) {
-		if last := stderr.lastLine(); last != "" {
+		if last := stderr.summary(); last != "" {
 			err = fmt.Errorf("%w (server stderr: %s)", err, last)
 		}
 	}
@@ -633,16 +634,51 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *tailBuffer) lastLine() string {
+// summary is the end of a child's stderr on one bounded line: its last three telling lines,
+// joined by " | ". Stack frames ("at …"), a caret under a source line and Node's closing
+// "Node.js vX" say nothing of what went wrong and are left out, so a Node crash reads as its
+// source line and its Error, an npm failure as its "npm error" lines.
+func (b *tailBuffer) summary() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(b.buf)), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if len(last) > 200 {
-		last = last[:200] + "…"
+	var keep []string
+	for _, line := range strings.Split(string(b.buf), "\n") {
+		line = strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return -1 // control characters and the ANSI escapes they start
+			}
+			return r
+		}, ansiEscape.ReplaceAllString(line, ""))
+		line = strings.TrimSpace(strings.ToValidUTF8(line, "?"))
+		switch {
+		case line == "", strings.HasPrefix(line, "at "), strings.Trim(line, "^~ ") == "", nodeVersionLine.MatchString(line):
+			continue
+		}
+		keep = append(keep, line)
 	}
-	return strings.ToValidUTF8(last, "?")
+	// From the first of the last run of error lines ("Error: …", "npm error …",
+	// "Traceback …"), else the last lines.
+	start := max(len(keep)-3, 0)
+	for i := len(keep) - 1; i >= 0; i-- {
+		if errorLine.MatchString(keep[i]) {
+			for start = i; start > 0 && errorLine.MatchString(keep[start-1]); start-- {
+			}
+			break
+		}
+	}
+	keep = keep[start:min(start+3, len(keep))]
+	s := strings.Join(keep, " | ")
+	if r := []rune(s); len(r) > 400 {
+		s = "…" + string(r[len(r)-400:])
+	}
+	return s
 }
+
+var (
+	ansiEscape      = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+	nodeVersionLine = regexp.MustCompile(`^Node\.js v[0-9.]+$`)
+	errorLine       = regexp.MustCompile(`(?i)(^|[^a-z])(error|err!|exception|fatal|panic|traceback)([^a-z]|$)`)
+)
 
 var _ io.Writer = (*tailBuffer)(nil)
 

@@ -64,6 +64,12 @@ func fakeServer(mode string) {
 		fmt.Fprintln(os.Stderr, "fatal: FAKE_API_KEY is not set")
 		os.Exit(3)
 	}
+	if _, ok := flags["node-crash"]; ok { // what Node prints for an uncaught error
+		fmt.Fprint(os.Stderr, "node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\n\x1b[31mError: Cannot find module 'zod'\x1b[39m\n"+
+			"Require stack:\n- /root/.npm/_npx/abc/node_modules/srv/dist/index.js\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)\n"+
+			"    at Module._load (node:internal/modules/cjs/loader:1051:27) {\n  code: 'MODULE_NOT_FOUND'\n}\n\nNode.js v20.20.2\n")
+		os.Exit(1)
+	}
 	_, ignoreUnknown := flags["ignore-unknown"]
 	_, exitOnUnknown := flags["exit-on-unknown"]
 	_, banner := flags["banner"]
@@ -186,6 +192,12 @@ func TestListToolsErrors(t *testing.T) {
 	_, err = ListTools(t.Context(), fakeStdio(t, "exit"), Options{Timeout: 5 * time.Second})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "FAKE_API_KEY is not set") {
 		t.Errorf("exiting server: %v, want its stderr in the error", err)
+	}
+
+	// A Node crash reads as its Error and where, not as "Node.js v20.20.2" (issue 34, item 4).
+	_, err = ListTools(t.Context(), fakeStdio(t, "node-crash"), Options{Timeout: 5 * time.Second})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "(server stderr: Error: Cannot find module 'zod' | Require stack: | - /root/.npm/_npx/abc/node_modules/srv/dist/index.js)") || strings.Contains(err.Error(), "Node.js v20") || strings.Contains(err.Error(), "\x1b") {
+		t.Errorf("crashing Node server: %v, want its Error without the version line or escapes", err)
 	}
 
 	_, err = ListTools(t.Context(), Server{Name: "nope", Transport: TransportStdio, Command: "agentgate-no-such-command"}, Options{})
