@@ -100,6 +100,7 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 			}
 		}
 	}
+	addFindings(report, liveSnap, lockedSnap)
 	report.PackageWarnings = a.floatingWarnings(o, pkgs)
 	failing := report.AtLeast(failOn)
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/agentgate-dev/agentgate/internal/cli"
+	"github.com/agentgate-dev/agentgate/internal/findings"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -99,7 +100,10 @@ type sarifRegion struct {
 	StartLine int `json:"startLine"`
 }
 
-const driftGradingURI = "https://github.com/agentgate-dev/agentgate/blob/main/docs/drift-grading.md"
+const (
+	driftGradingURI = "https://github.com/agentgate-dev/agentgate/blob/main/docs/drift-grading.md"
+	findingsURI     = "https://github.com/agentgate-dev/agentgate/blob/main/docs/findings.md"
+)
 
 // ruleV1Drift is the one rule of a version 1 lockfile's findings: every drift fails.
 const ruleV1Drift warrant.Rule = "tool-surface-drift"
@@ -118,9 +122,10 @@ func sarifSeverity(s warrant.Severity) (level, securitySeverity string) {
 
 func sarifRules() []sarifRule {
 	var out []sarifRule
+	help := driftGradingURI
 	add := func(id warrant.Rule, sev warrant.Severity, summary string) {
 		level, score := sarifSeverity(sev)
-		out = append(out, sarifRule{ID: string(id), ShortDescription: sarifText{summary}, HelpURI: driftGradingURI,
+		out = append(out, sarifRule{ID: string(id), ShortDescription: sarifText{summary}, HelpURI: help,
 			DefaultConfiguration: sarifConfig{level}, Properties: sarifRuleProps{SecuritySeverity: score, Tags: []string{"security", "mcp", "supply-chain"}}})
 	}
 	for _, r := range warrant.Rules {
@@ -131,6 +136,12 @@ func sarifRules() []sarifRule {
 	}
 	add(lockfile.RuleUngraded, warrant.Critical, "a change that cannot be graded because the locked definition is not in the snapshot (fail closed)")
 	add(ruleV1Drift, warrant.Critical, "a tool's name, description or input schema differs from agentgate.lock (lockfile version 1)")
+	help = findingsURI
+	for _, r := range findings.Rules {
+		if r.Rule != findings.RuleHiddenCharacters { // graded by suspicious-text-added
+			add(r.Rule, r.Severity, r.Summary)
+		}
+	}
 	return out
 }
 

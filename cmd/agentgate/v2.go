@@ -38,6 +38,9 @@ type lockResult struct {
 	// the floating specs, with the command that pins them.
 	Packages        int                       `json:"packages,omitempty"`
 	PackageWarnings []lockfile.PackageWarning `json:"packageWarnings,omitempty"`
+	// Findings are the first-sight findings on the definitions pinned for the first time
+	// (docs/findings.md), most severe first.
+	Findings []sightedFinding `json:"findings,omitempty"`
 }
 
 // say prints a line of lock's human output (nothing under --json).
@@ -260,6 +263,8 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 			a.lockOut.ResourceTemplates += len(p.ResourceTemplates)
 		}
 	}
+	a.lockOut.Findings = firstSight(snap, next, old)
+	a.reportFirstSight(a.lockOut.Findings)
 	var marshalSnap func() ([]byte, error)
 	if withSnapshot {
 		marshalSnap = func() ([]byte, error) { return lockfile.MarshalSnapshotV2(snap) }
