@@ -35,9 +35,13 @@ For a version 1 lockfile it shows, per server, the tools added, removed and chan
 which of name, description and inputSchema changed, as version 1 always has.
 
 Invisible characters are written as escapes (\u200b, <U+E0041>) so that they cannot hide.
---json prints one JSON document instead (fields documented in docs/agentgate.md).` + exitCodes("no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
+--json prints one JSON document instead (fields documented in docs/agentgate.md).
+--markdown prints a pull or merge request body instead: a table of the changes, most
+severe first, and the diff in a fenced block; whatever a server sent is in code spans or
+the block, so it cannot mention, link or break the page.` + exitCodes("no drift: the live surface matches the lockfile", "drift: something was added, removed or changed"),
 		Example: `  agentgate diff
-  agentgate diff --server filesystem --json`,
+  agentgate diff --server filesystem --json
+  agentgate diff --markdown > drift.md && gh pr create --title "MCP drift" --body-file drift.md`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.compare(cmd, server, asJSON, false, "", "", "")
@@ -45,6 +49,8 @@ Invisible characters are written as escapes (\u200b, <U+E0041>) so that they can
 	}
 	cmd.Flags().StringVar(&server, "server", "", "compare only the server `NAME`")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&a.md.stdout, "markdown", false, "print the report as Markdown, for a pull or merge request body (version 2 lockfiles)")
+	cmd.MarkFlagsMutuallyExclusive("json", "markdown")
 	return cmd
 }
 
@@ -86,6 +92,7 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (as diff --json, with failOn and failing)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "info", "the lowest grade that fails: `LEVEL` info, warning or critical (env AGENTGATE_FAIL_ON; version 2 lockfiles)")
 	cmd.Flags().StringVar(&sarif, "sarif", "", "also write the changes as SARIF 2.1.0 to `FILE` (for GitHub code scanning)")
+	cmd.Flags().StringVar(&a.md.file, "markdown", "", "also write the report as Markdown to `FILE`, for a pull or merge request body (version 2 lockfiles)")
 	cmd.Flags().BoolVar(&a.pkg.offline, "offline", false, "start no server and ask no registry: check only that the config still runs the locked packages and versions")
 	return cmd
 }
@@ -143,6 +150,9 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 	}
 	if a.pkg.offline {
 		return usageOffline(version, a.rel(o.lockfile))
+	}
+	if a.md.stdout || a.md.file != "" {
+		return cli.Usage(cmd, "--markdown needs lockfile version 2: %s is version %d (upgrade it with 'agentgate lock --lockfile-version 2')", a.rel(o.lockfile), version)
 	}
 	if version == lockfile.Version && failOn != warrant.Info {
 		return cli.Usage(cmd, "--fail-on %s needs lockfile version 2: %s is version 1, where every change fails (upgrade it with 'agentgate lock --lockfile-version 2')", strings.ToLower(failOn.String()), a.rel(o.lockfile))

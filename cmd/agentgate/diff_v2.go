@@ -105,6 +105,10 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	failing := report.AtLeast(failOn)
 
 	switch {
+	case a.md.stdout:
+		if _, err := a.env.Stdout.Write(a.markdownReport(report, live, o, ci, failOn, failing)); err != nil {
+			return cli.Exit(cli.ExitUsage, err)
+		}
 	case asJSON && ci:
 		if err := writeJSON(a.env.Stdout, ciReportV2{ReportV2: report, FailOn: failOn, Failing: failing}); err != nil {
 			return cli.Exit(cli.ExitUsage, err)
@@ -131,6 +135,11 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	}
 	if sarifPath != "" {
 		if err := a.writeSARIF(sarifPath, findings); err != nil {
+			return err
+		}
+	}
+	if a.md.file != "" {
+		if err := a.writeMarkdown(a.abs(a.md.file), a.markdownReport(report, live, o, ci, failOn, failing)); err != nil {
 			return err
 		}
 	}

@@ -47,7 +47,8 @@ type app struct {
 	flagTimeout                            time.Duration
 	flagLimits                             [3]readbound.Size // message, listing, server
 
-	pkg pkgFlags // lock --no-package, --pin-tls; ci --offline
+	pkg pkgFlags      // lock --no-package, --pin-tls; ci --offline
+	md  markdownFlags // diff --markdown, ci --markdown FILE
 	// ghaOut is where GitHub Actions workflow commands go: stdout, or stderr under --json
 	// (the runner reads both; stdout then holds the JSON document alone).
 	ghaOut io.Writer
