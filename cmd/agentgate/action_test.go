@@ -93,17 +93,28 @@ func TestGitHubAction(t *testing.T) {
 	for k, v := range a.Inputs {
 		inputs[k] = v.Default
 	}
-	inputs["fail-on"], inputs["sarif"] = "critical", "agentgate.sarif"
+	inputs["fail-on"], inputs["sarif"], inputs["markdown"] = "critical", "agentgate.sarif", "drift.md"
 	output := filepath.Join(t.TempDir(), "github_output")
-	env := []string{"PATH=" + filepath.Dir(agentgate) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"GITHUB_OUTPUT=" + output, "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + dir}
-	for k, v := range step.Env {
-		env = append(env, k+"="+exprRE.ReplaceAllStringFunc(v, func(m string) string { return inputs[exprRE.FindStringSubmatch(m)[1]] }))
+	home := t.TempDir()
+	run := func(run string, stepEnv map[string]string) ([]byte, error) {
+		env := []string{"PATH=" + filepath.Dir(agentgate) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home,
+			"GITHUB_OUTPUT=" + output, "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+		for k, v := range stepEnv {
+			env = append(env, k+"="+exprRE.ReplaceAllStringFunc(v, func(m string) string { return inputs[exprRE.FindStringSubmatch(m)[1]] }))
+		}
+		cmd := exec.CommandContext(t.Context(), testenv.LookPath(t, "bash"), "-e", "-c", run)
+		cmd.Dir = dir
+		cmd.Env = env
+		return cmd.CombinedOutput()
 	}
-	cmd := exec.CommandContext(t.Context(), testenv.LookPath(t, "bash"), "-e", "-c", step.Run)
-	cmd.Dir = dir
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
+	// The project is a clone with an origin, as actions/checkout leaves it, for the re-lock.
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	gitSetup := "git init -q --bare " + origin + " && git init -q -b main . && git -c user.name=t -c user.email=t@example.com add -A && " +
+		"git -c user.name=t -c user.email=t@example.com commit -q -m locked && git remote add origin " + origin + " && git push -q origin main"
+	if out, err := run(gitSetup, nil); err != nil {
+		t.Fatalf("git: %v\n%s", err, out)
+	}
+	out, err := run(step.Run, step.Env)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("the ci step: %v, want exit 1 (drift)\n%s", err, out)
@@ -116,7 +127,52 @@ func TestGitHubAction(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "agentgate.sarif"))), &log); err != nil || len(log.Runs[0].Results) == 0 {
 		t.Errorf("sarif: %v %+v", err, log)
 	}
-	if got := readFile(t, output); got != "sarif=agentgate.sarif\n" {
+	if got := readFile(t, output); got != "sarif=agentgate.sarif\nmarkdown=drift.md\nexit-code=1\n" {
 		t.Errorf("GITHUB_OUTPUT = %q", got)
+	}
+	if md := readFile(t, filepath.Join(dir, "drift.md")); !strings.Contains(md, "| CRITICAL | `weather` | `generic` | tool `get_forecast` |") {
+		t.Errorf("drift.md:\n%s", md)
+	}
+
+	// The re-lock step: with relock-branch set and ci's exit code 1, it pushes one commit
+	// holding the new lockfile and snapshot to that branch of origin.
+	var relock *struct {
+		ID    string            `yaml:"id"`
+		Name  string            `yaml:"name"`
+		Shell string            `yaml:"shell"`
+		Env   map[string]string `yaml:"env"`
+		Run   string            `yaml:"run"`
+	}
+	for i := range a.Runs.Steps {
+		if a.Runs.Steps[i].ID == "relock" {
+			relock = &a.Runs.Steps[i]
+		}
+	}
+	if relock == nil {
+		t.Fatal("action.yml has no step with id relock")
+	}
+	inputs["relock-branch"] = "agentgate/relock"
+	if out, err := run(relock.Run, relock.Env); err != nil {
+		t.Fatalf("the relock step: %v\n%s", err, out)
+	}
+	show, err := run("git --git-dir="+origin+" log -1 --format=%s%n%b --name-only agentgate/relock", nil)
+	if err != nil {
+		t.Fatalf("git log: %v\n%s", err, show)
+	}
+	for _, want := range []string{"agentgate: re-lock the MCP tool surface", "**CRITICAL**", "agentgate.lock", "agentgate.snapshot.json"} {
+		if !strings.Contains(string(show), want) {
+			t.Errorf("the pushed commit lacks %q:\n%s", want, show)
+		}
+	}
+	if got, err := run("git --git-dir="+origin+" show agentgate/relock:agentgate.lock", nil); err != nil || string(got) != readFile(t, filepath.Join(dir, "agentgate.lock")) {
+		t.Errorf("the branch's lockfile is not the re-locked one (%v)", err)
+	}
+	if !strings.Contains(readFile(t, output), "branch=agentgate/relock\n") {
+		t.Errorf("GITHUB_OUTPUT = %q", readFile(t, output))
+	}
+	// A branch name git refuses is an error before anything runs.
+	inputs["relock-branch"] = "bad..name"
+	if out, err := run(relock.Run, relock.Env); err == nil {
+		t.Errorf("relock-branch bad..name: %s", out)
 	}
 }
