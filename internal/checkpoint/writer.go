@@ -61,6 +61,34 @@ type Writer struct {
 	// Origin names the log in its notes (the first line; the key name). Required with
 	// Notes.
 	Origin string
+	// Tiles, when set with Notes, publishes the tree as c2sp.org/tlog-tiles after each
+	// run's note (internal/tiles.Writer): the hash tiles and entry bundles the log gained
+	// since the last publication, then the note as the tiled log's checkpoint. A run whose
+	// note exists already catches the tiles up to it. Default nil: no tiles.
+	Tiles TilePublisher
+}
+
+// TilePublisher publishes the audit tree as a static tiled log (internal/tiles).
+type TilePublisher interface {
+	// PublishTiles writes the tiles and entry bundles of the tree the signed checkpoint
+	// note describes, reading the entries it needs from log, then the note as the log's
+	// checkpoint. It verifies the note, and that the tiles it writes hash to its root.
+	PublishTiles(ctx context.Context, log Log, note []byte) (TilesResult, error)
+}
+
+// TilesResult says what one publication of tiles did.
+type TilesResult struct {
+	// Size is the tree size published (the checkpoint's), Previous the one published
+	// before (0 for none).
+	Size     int64 `json:"size"`
+	Previous int64 `json:"previous"`
+	// Tiles and Bundles count the hash tiles and entry bundles written (full and partial);
+	// Checkpoint is true when the checkpoint file was written.
+	Tiles      int  `json:"tiles"`
+	Bundles    int  `json:"bundles"`
+	Checkpoint bool `json:"checkpoint"`
+	// Read is how many entries were read from the log.
+	Read int `json:"read"`
 }
 
 // Result says what one run did.
@@ -76,6 +104,8 @@ type Result struct {
 	Verified int `json:"verified"`
 	// Note is the key of the checkpoint note written, "" when none was.
 	Note string `json:"note,omitempty"`
+	// Tiles says what publishing the tiles did (nil without Writer.Tiles).
+	Tiles *TilesResult `json:"tiles,omitempty"`
 }
 
 // Run reads the head; if it is past the last checkpoint, checks every entry since that
@@ -122,7 +152,7 @@ func (w *Writer) Run(ctx context.Context) (Result, error) {
 		if head.Hash != last.Hash {
 			return res, fmt.Errorf("checkpoint: %w: the head %d has hash %s, checkpoint %d says %s", ErrRewritten, head.Seq, head.Hash, last.Seq, last.Hash)
 		}
-		return res, w.writeNote(ctx, head, max, page, &res)
+		return res, w.finish(ctx, head, max, page, &res)
 	}
 	// Entries last.Seq (to re-check its hash) .. head.Seq.
 	prev := warrant.Genesis()
@@ -190,11 +220,36 @@ func (w *Writer) Run(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("checkpoint: %w: %s exists and disagrees with the head (%v)", ErrRewritten, res.Key, perr)
 		}
 		log.InfoContext(ctx, "checkpoint already written", slog.Int64("seq", head.Seq))
-		return res, w.writeNote(ctx, head, max, page, &res)
+		return res, w.finish(ctx, head, max, page, &res)
 	}
 	res.Written = true
 	log.InfoContext(ctx, "checkpoint written", slog.Int64("seq", head.Seq), slog.String("hash", head.Hash), slog.Int("verified", res.Verified), slog.String("key", res.Key))
-	return res, w.writeNote(ctx, head, max, page, &res)
+	return res, w.finish(ctx, head, max, page, &res)
+}
+
+// finish writes the note of head, then publishes the tiles of its tree.
+func (w *Writer) finish(ctx context.Context, head warrant.AuditHead, max, page int, res *Result) error {
+	if err := w.writeNote(ctx, head, max, page, res); err != nil {
+		return err
+	}
+	if w.Tiles == nil || w.Notes == nil || head.Seq == 0 {
+		return nil
+	}
+	key := NoteKey(head.Seq)
+	b, err := w.Blobs.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("checkpoint: read %s to publish its tiles: %w", key, err)
+	}
+	tr, err := w.Tiles.PublishTiles(ctx, w.Log, b)
+	res.Tiles = &tr
+	if err != nil {
+		return err
+	}
+	if tr.Checkpoint && w.Logger != nil {
+		w.Logger.InfoContext(ctx, "tiles published", slog.Int64("size", tr.Size), slog.Int64("previous", tr.Previous),
+			slog.Int("tiles", tr.Tiles), slog.Int("bundles", tr.Bundles), slog.Int("read", tr.Read))
+	}
+	return nil
 }
 
 // writeNote writes the C2SP checkpoint note of the tree of head.Seq entries, unless it

@@ -39,6 +39,8 @@ var domain = []struct {
 		"the audit chain, and its RFC 6962 tree on the Go checksum database's tlog package"},
 	{"internal/checkpoint", []string{"internal/audit", "internal/blob", "internal/canon", "internal/jsontok", "internal/signer", "internal/textguard", "internal/warrant", "golang.org/x/text/",
 		"golang.org/x/mod/sumdb/"}, "signed heads and C2SP checkpoints (sumdb/note, sumdb/tlog) over the blob and signer ports"},
+	{"internal/tiles", []string{"internal/audit", "internal/blob", "internal/canon", "internal/checkpoint", "internal/jsontok", "internal/signer", "internal/textguard", "internal/warrant",
+		"golang.org/x/text/", "golang.org/x/mod/sumdb/"}, "the audit tree as static c2sp.org/tlog-tiles (sumdb/tlog's tile math) over its Store port; a directory is the standard library's os"},
 	{"internal/trust", []string{"internal/canon", "internal/jsontok", "internal/sshsig", "internal/textguard", "internal/warrant", "golang.org/x/crypto/", "golang.org/x/text/"},
 		"the trust list and SSH attestation (OpenSSH signatures through x/crypto/ssh)"},
 	{"internal/iamattest", []string{"internal/canon", "internal/jsontok", "internal/sshsig", "internal/textguard", "internal/trust", "internal/warrant", "golang.org/x/crypto/", "golang.org/x/text/"},
