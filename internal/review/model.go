@@ -31,14 +31,128 @@ type Page struct {
 	CSRF string
 	// Banner reports the last decision, or why it was refused.
 	Banner *Banner
-	// Cards are the pending and drifted tools, sorted by server then tool.
+	// Cards are the pending and drifted tools the filter keeps, most dangerous first:
+	// by grade (CRITICAL first), suspicious text first within a grade, then by server
+	// and tool.
 	Cards []Card
+	// Left counts every card before the filter, by grade: what is left to review.
+	Left Left
+	// Filter is what the page was asked to show; FilterServers the servers with cards,
+	// for the filter's choices.
+	Filter        Filter
+	FilterServers []Text
 	// Approved are approved tools that can be rolled back.
 	Approved []Card
 	// Rows are all tools, for the table at the end.
 	Rows []RowView
 	// Servers counts the cards per server, in order.
 	Servers []ServerCount
+}
+
+// Left counts the cards to review, by grade.
+type Left struct {
+	Total, Critical, Warning, Info, Ungraded int
+}
+
+// Filter narrows the cards a page shows: the lowest grade (SeverityNone: every card) and
+// one server ("": every server). It comes from the page's query (?grade=&server=).
+type Filter struct {
+	Grade  warrant.Severity
+	Server string
+}
+
+// Active reports whether the filter hides anything.
+func (f Filter) Active() bool { return f.Grade != warrant.SeverityNone || f.Server != "" }
+
+// GradeArg is the filter's grade as the query writes it ("" for every grade).
+func (f Filter) GradeArg() string { return strings.ToLower(f.Grade.String()) }
+
+// ServerArg is the filter's server, base64url-encoded as the form sends it.
+func (f Filter) ServerArg() string {
+	if f.Server == "" {
+		return ""
+	}
+	return arg(f.Server)
+}
+
+// parseFilter reads ?grade=critical|warning|info and ?server=BASE64URL; anything else is
+// an error (the page refuses it rather than showing more than was asked).
+func parseFilter(grade, server string) (Filter, error) {
+	var f Filter
+	switch strings.ToLower(grade) {
+	case "", "all":
+	case "critical":
+		f.Grade = warrant.Critical
+	case "warning":
+		f.Grade = warrant.Warning
+	case "info":
+		f.Grade = warrant.Info
+	default:
+		return f, errors.New("grade must be critical, warning, info or all")
+	}
+	if server != "" {
+		name, err := unarg(server)
+		if err != nil || name == "" {
+			return f, errors.New("server is not a server name as the page's filter sends it")
+		}
+		f.Server = name
+	}
+	return f, nil
+}
+
+// apply sorts the cards by risk, counts them, and keeps those f selects.
+func (p *Page) apply(f Filter) {
+	slices.SortStableFunc(p.Cards, func(a, b Card) int {
+		switch {
+		case a.Severity != b.Severity:
+			return int(b.Severity) - int(a.Severity)
+		case a.Suspicious != b.Suspicious:
+			if a.Suspicious {
+				return -1
+			}
+			return 1
+		case a.server != b.server:
+			return strings.Compare(a.server, b.server)
+		}
+		return strings.Compare(a.tool, b.tool)
+	})
+	p.Left, p.Filter, p.FilterServers = Left{Total: len(p.Cards)}, f, nil
+	seen := map[string]bool{}
+	kept := p.Cards[:0:0]
+	for _, c := range p.Cards {
+		switch c.Severity {
+		case warrant.Critical:
+			p.Left.Critical++
+		case warrant.Warning:
+			p.Left.Warning++
+		case warrant.Info:
+			p.Left.Info++
+		default:
+			p.Left.Ungraded++
+		}
+		if !seen[c.server] {
+			seen[c.server] = true
+			p.FilterServers = append(p.FilterServers, c.Server)
+		}
+		if (f.Server == "" || c.server == f.Server) && (f.Grade == warrant.SeverityNone || c.Severity >= f.Grade) {
+			kept = append(kept, c)
+		}
+	}
+	slices.SortStableFunc(p.FilterServers, func(a, b Text) int { return strings.Compare(a.String(), b.String()) })
+	p.Cards = kept
+	// The contents: one entry per server, the server with the most dangerous card first.
+	var servers []ServerCount
+	at := map[string]int{}
+	for _, c := range p.Cards {
+		i, ok := at[c.server]
+		if !ok {
+			i = len(servers)
+			at[c.server] = i
+			servers = append(servers, ServerCount{Name: c.Server})
+		}
+		servers[i].Cards = append(servers[i].Cards, CardLink{ID: c.ID, Tool: c.Tool, State: c.State, Grade: c.Grade})
+	}
+	p.Servers = servers
 }
 
 // ServerCount is one server's number of tools to review.
@@ -73,8 +187,11 @@ type Card struct {
 	ServerArg, ToolArg string
 	State              string
 	Grade              string
-	Rules              []string
-	Flags              []string
+	// Severity is Grade as a value, for ordering; server and tool the names as read.
+	Severity     warrant.Severity
+	server, tool string
+	Rules        []string
+	Flags        []string
 	// Current is the digest to decide on, shown in full; Approved and Baseline as known.
 	Current, Approved, Baseline warrant.Digest
 	// New is true when the tool is graded as new (no baseline).
@@ -252,7 +369,6 @@ func reviewable(r warrant.ToolRow) bool {
 // build turns a snapshot into the page.
 func build(s snapshot) *Page {
 	p := &Page{Head: s.head}
-	var servers []ServerCount
 	for _, r := range s.rows {
 		id := cardID(r.Server, r.Tool)
 		look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
@@ -260,25 +376,19 @@ func build(s snapshot) *Page {
 			Current: r.Current, Approved: r.Approved, Flags: r.Flags, ID: id})
 		switch {
 		case shown(r):
-			c := card(r, s.diffs[id], s.rollback[id])
-			p.Cards = append(p.Cards, c)
-			if n := len(servers); n == 0 || servers[n-1].Name.String() != textOf(r.Server).String() {
-				servers = append(servers, ServerCount{Name: textOf(r.Server)})
-			}
-			sc := &servers[len(servers)-1]
-			sc.Cards = append(sc.Cards, CardLink{ID: c.ID, Tool: c.Tool, State: c.State, Grade: c.Grade})
+			p.Cards = append(p.Cards, card(r, s.diffs[id], s.rollback[id]))
 		case len(s.rollback[id]) > 0:
 			p.Approved = append(p.Approved, card(r, warrant.DiffView{}, s.rollback[id]))
 		}
 	}
-	p.Servers = servers
+	p.apply(Filter{})
 	return p
 }
 
 func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Card {
 	look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
 	c := Card{ID: cardID(r.Server, r.Tool), Server: textOf(r.Server), Tool: nameText(r.Tool, look), ServerArg: arg(r.Server), ToolArg: arg(r.Tool),
-		State: string(r.State), Grade: r.Grade.String(), Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback}
+		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback}
 	for _, ru := range r.Rules {
 		c.Rules = append(c.Rules, string(ru))
 	}

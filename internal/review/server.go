@@ -206,7 +206,12 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		banner = h.results[id]
 		h.mu.Unlock()
 	}
-	h.render(w, r, http.StatusOK, banner, nil)
+	f, err := parseFilter(r.URL.Query().Get("grade"), r.URL.Query().Get("server"))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, "the filter: "+err.Error())
+		return
+	}
+	h.render(w, r, http.StatusOK, banner, func(p *Page, _ snapshot) { p.apply(f) })
 }
 
 // render reads a snapshot and writes the page with status and banner; fill, when set,

@@ -413,7 +413,9 @@ func TestReadOnlyPageHasNoForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := serve(h, req{method: "GET", target: "/", cookie: true})
-	if rec.Code != 200 || strings.Contains(rec.Body.String(), "<form") || !strings.Contains(rec.Body.String(), "read-only") {
+	// Only the filter, a GET form to the page itself: nothing that decides.
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), `method="post"`) || strings.Contains(rec.Body.String(), "/decide") ||
+		!strings.Contains(rec.Body.String(), "read-only") {
 		t.Errorf("read-only page: %d", rec.Code)
 	}
 }
@@ -426,7 +428,7 @@ func inert(t *testing.T, name, doc string, scripts []string) {
 	t.Helper()
 	allowed := map[string]bool{}
 	for _, e := range strings.Fields(`html head meta title link script style body header h1 h2 h3 h4 dl dt dd code div p nav ul li a span
-		section table thead tbody tr th td pre details summary small br b strong q mark form input label button footer main`) {
+		section table thead tbody tr th td pre details summary small br b strong q mark form input label button footer main select option`) {
 		allowed[e] = true
 	}
 	root, err := xhtml.Parse(strings.NewReader(doc))
@@ -449,7 +451,7 @@ func inert(t *testing.T, name, doc string, scripts []string) {
 					t.Errorf("%s: a link to %q", name, a.Val)
 				case a.Key == "href" && n.Data == "link" && a.Val != "/static/review.css":
 					t.Errorf("%s: a stylesheet from %q", name, a.Val)
-				case a.Key == "action" && a.Val != "/decide":
+				case a.Key == "action" && a.Val != "/decide" && a.Val != "/": // "/": the filter, a GET
 					t.Errorf("%s: a form to %q", name, a.Val)
 				case a.Key == "src" && n.Data == "script":
 					got = append(got, a.Val)
@@ -570,4 +572,45 @@ func (m *moving) Diff(ctx context.Context, server, tool string) (warrant.AuditHe
 	h, dv, err := m.Source.Diff(ctx, server, tool)
 	h.Seq += 1000
 	return h, dv, err
+}
+
+// The page lists its cards most dangerous first and filters them by grade and server
+// (?grade=, ?server= as base64url); a filter it cannot read is refused, not ignored.
+func TestCardsByRiskAndFilters(t *testing.T) {
+	w := newWorld(t)
+	h, err := New(Config{Source: ServiceSource{Service: w.svc}, Addr: addr, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := read(t.Context(), ServiceSource{Service: w.svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := build(s)
+	if len(p.Cards) < 3 {
+		t.Fatalf("%d cards", len(p.Cards))
+	}
+	for i := 1; i < len(p.Cards); i++ {
+		a, b := p.Cards[i-1], p.Cards[i]
+		if a.Severity < b.Severity || (a.Severity == b.Severity && !a.Suspicious && b.Suspicious) {
+			t.Errorf("card %d (%s %v suspicious %v) before card %d (%s %v suspicious %v)", i-1, a.tool, a.Severity, a.Suspicious, i, b.tool, b.Severity, b.Suspicious)
+		}
+	}
+	if p.Left.Total != len(p.Cards) || p.Left.Critical+p.Left.Warning+p.Left.Info+p.Left.Ungraded != p.Left.Total {
+		t.Errorf("left %+v for %d cards", p.Left, len(p.Cards))
+	}
+	crit := p.Left.Critical
+	rec := serve(h, req{method: "GET", target: "/?grade=critical", cookie: true})
+	if rec.Code != 200 || strings.Count(rec.Body.String(), `<section class="card`) != crit || !strings.Contains(rec.Body.String(), fmt.Sprintf("Showing %d of %d", crit, p.Left.Total)) {
+		t.Errorf("?grade=critical: %d, %d cards, want %d", rec.Code, strings.Count(rec.Body.String(), `<section class="card`), crit)
+	}
+	rec = serve(h, req{method: "GET", target: "/?server=" + arg("other"), cookie: true})
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), `<section class="card`) {
+		t.Errorf("?server=other: %d", rec.Code)
+	}
+	for _, bad := range []string{"/?grade=severe", "/?server=%25%25"} {
+		if rec := serve(h, req{method: "GET", target: bad, cookie: true}); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Nothing was changed") {
+			t.Errorf("%s: %d %s", bad, rec.Code, rec.Body)
+		}
+	}
 }

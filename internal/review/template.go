@@ -43,6 +43,7 @@ var pageTemplate = template.Must(template.New("review").Funcs(template.FuncMap{
 	"short": func(d warrant.Digest) string { return d.Short() },
 	"head":  func(h warrant.AuditHead) string { return strconv.FormatInt(h.Seq, 10) + ":" + h.Hash },
 	"wrap":  func(p *Page, c Card) cardCtx { return cardCtx{P: p, C: c} },
+	"arg":   arg,
 	"staticHead": func() template.HTML {
 		return staticHead
 	},

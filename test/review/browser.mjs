@@ -124,7 +124,7 @@ await step('the printed URL opens the page and becomes a SameSite=Strict cookie'
   assert.equal(cookies.length, 1);
   assert.equal(cookies[0].httpOnly, true);
   assert.equal(cookies[0].sameSite, 'Strict');
-  assert.match(await page.title(), /toolwarrant review: 6 to review/);
+  assert.match(await page.title(), /toolwarrant review: 7 to review, 6 CRITICAL/);
   assert.match(await page.locator('#decider').innerText(), /alice@example\.com, SSH key SHA256:/);
   await page.screenshot({ path: `${ARTIFACTS}/01-overview.png` });
 });
@@ -201,6 +201,43 @@ await step('the full digest has a copy button', async () => {
   await page.waitForFunction((el) => el.textContent !== 'Copy', await b.elementHandle());
   assert.equal(await b.innerText(), 'Copied');
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), digest);
+});
+
+await step('the cards are ordered by risk, CRITICAL first, and filters narrow them', async () => {
+  const rank = { CRITICAL: 3, WARNING: 2, INFO: 1 };
+  // The contents list the cards shown, in page order, each with its grade.
+  const grades = async () => page.locator('nav.toc li').evaluateAll((lis) => lis.map((li) => li.querySelector('.badge.sev')?.textContent ?? ''));
+  const all = await grades();
+  assert.equal(all.length, 7, all.join(','));
+  assert.equal(all[0], 'CRITICAL', all.join(','));
+  for (let i = 1; i < all.length; i++) assert.ok((rank[all[i - 1]] ?? 0) >= (rank[all[i]] ?? 0), `not ordered by grade: ${all.join(',')}`);
+  assert.ok(all.some((g) => g !== 'CRITICAL'), `the fixture has only CRITICAL cards: ${all.join(',')}`);
+  const left = await page.locator('#left').innerText();
+  const critical = all.filter((g) => g === 'CRITICAL').length;
+  assert.match(left, new RegExp(`To review: 7 \\(${critical} CRITICAL, `), left);
+  // The cards come in the same order as the contents.
+  const ids = await page.locator('nav.toc li a').evaluateAll((as) => as.map((a) => a.getAttribute('href').slice(1)));
+  const cards = await page.locator('main > section.card').evaluateAll((cs) => cs.map((c) => c.id));
+  assert.deepEqual(cards.slice(0, ids.length), ids);
+
+  await page.locator('form.filters select[name="grade"]').selectOption('critical');
+  await page.locator('form.filters button[type="submit"]').click();
+  await page.waitForURL(/grade=critical/);
+  const only = await grades();
+  assert.equal(only.length, critical, only.join(','));
+  assert.ok(only.every((g) => g === 'CRITICAL'), only.join(','));
+  assert.match(await page.locator('#filtered').innerText(), new RegExp(`Showing ${critical} of 7, CRITICAL and above`));
+  assert.match(await page.locator('#left').innerText(), /To review: 7 /); // what is left, not what is shown
+  await page.screenshot({ path: `${ARTIFACTS}/02-filtered-critical.png` });
+
+  await page.locator('form.filters select[name="grade"]').selectOption('all');
+  await page.locator('form.filters select[name="server"]').selectOption({ label: 'hostile' });
+  await page.locator('form.filters button[type="submit"]').click();
+  await page.waitForURL(/server=/);
+  assert.equal((await grades()).length, 7);
+  await page.locator('#filtered a').click();
+  await page.waitForURL(`${ORIGIN}/`);
+  assert.equal((await grades()).length, 7);
 });
 
 // --- Deciding -----------------------------------------------------------------------------
@@ -361,7 +398,7 @@ await step('the static report opens styled, with no script and no CSP violation'
     forms: document.forms.length,
     cards: document.querySelectorAll('section.card').length,
   }));
-  assert.deepEqual(r, { border: '6px', scripts: 0, forms: 0, cards: 6 });
+  assert.deepEqual(r, { border: '6px', scripts: 0, forms: 0, cards: 7 });
   assert.deepEqual(seen, []);
   await p.screenshot({ path: `${ARTIFACTS}/13-report.png` });
   await p.close();
