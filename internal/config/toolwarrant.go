@@ -72,6 +72,10 @@ type Toolwarrant struct {
 	// list, show, diff, approve, reject, rollback and audit export use instead of the catalog
 	// file. Default "" (the local catalog).
 	Remote string
+	// TilesDir is TOOLWARRANT_TILES_DIR, the directory `audit checkpoint` publishes the
+	// audit tree to as static c2sp.org/tlog-tiles after each checkpoint (and the default
+	// --out of `tlog tiles`). Default "": no tiles.
+	TilesDir string
 }
 
 // LogValue logs the effective configuration (it holds no secret).
@@ -79,7 +83,8 @@ func (c Toolwarrant) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("catalog", c.Catalog), slog.String("log_key", c.LogKey), slog.String("identity", c.Identity),
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
 		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.Int64("crawl_max_listing_bytes", c.CrawlMaxListingBytes),
-		slog.Int64("crawl_max_server_bytes", c.CrawlMaxServerBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote))
+		slog.Int64("crawl_max_server_bytes", c.CrawlMaxServerBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote),
+		slog.String("tiles_dir", c.TilesDir))
 }
 
 // LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
@@ -94,6 +99,10 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 	}
 	c.LogKey = strings.TrimSpace(getenv("TOOLWARRANT_LOG_KEY"))
 	c.Remote = strings.TrimSpace(getenv("TOOLWARRANT_REMOTE"))
+	c.TilesDir = strings.TrimSpace(getenv("TOOLWARRANT_TILES_DIR"))
+	if strings.Contains(c.TilesDir, "://") {
+		errs = append(errs, fmt.Errorf("TOOLWARRANT_TILES_DIR=%q must be a directory (publish to S3 with 'toolwarrant tlog tiles --out s3://BUCKET/PREFIX', or TOOLWARRANT_TILES_BUCKET on the checkpoint function)", c.TilesDir))
+	}
 	c.SSHAuthSock = strings.TrimSpace(getenv("SSH_AUTH_SOCK"))
 	c.Identity = strings.TrimSpace(getenv("TOOLWARRANT_IDENTITY"))
 	if strings.ContainsAny(c.Identity, "\r\n\t") {

@@ -30,25 +30,26 @@ func TestLoadToolwarrantValues(t *testing.T) {
 	c, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CATALOG": "/srv/tw.db", "TOOLWARRANT_IDENTITY": "crawler@ci", "TOOLWARRANT_LOG_KEY": "/srv/tw.key",
 		"TOOLWARRANT_CRAWL_CONCURRENCY": "16", "TOOLWARRANT_CRAWL_TIMEOUT": "5s", "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "65536",
 		"TOOLWARRANT_CRAWL_MAX_LISTING_BYTES": "2MiB", "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES": "3 MiB",
-		"CATALOG_BLOB_BUCKET": "dev-catalog-objects", "TOOLWARRANT_S3_PATH_STYLE": "1"}))
+		"CATALOG_BLOB_BUCKET": "dev-catalog-objects", "TOOLWARRANT_S3_PATH_STYLE": "1", "TOOLWARRANT_TILES_DIR": "/srv/www/tlog"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Catalog != "/srv/tw.db" || c.LogKey != "/srv/tw.key" || c.Identity != "crawler@ci" || c.CrawlConcurrency != 16 || c.CrawlTimeout != 5*time.Second || c.CrawlMaxResponseBytes != 65536 ||
-		c.CrawlMaxListingBytes != 2<<20 || c.CrawlMaxServerBytes != 3<<20 || c.CatalogBlobBucket != "dev-catalog-objects" || !c.S3PathStyle {
+		c.CrawlMaxListingBytes != 2<<20 || c.CrawlMaxServerBytes != 3<<20 || c.CatalogBlobBucket != "dev-catalog-objects" || !c.S3PathStyle || c.TilesDir != "/srv/www/tlog" {
 		t.Errorf("got %+v", c)
 	}
 }
 
 func TestLoadToolwarrantReportsAllProblems(t *testing.T) {
 	_, err := LoadToolwarrant(envMap(map[string]string{"TOOLWARRANT_CRAWL_CONCURRENCY": "0", "TOOLWARRANT_CRAWL_TIMEOUT": "soon",
-		"TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "1", "TOOLWARRANT_CRAWL_MAX_LISTING_BYTES": "2TiB", "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES": "lots", "TOOLWARRANT_IDENTITY": "a\nb", "CATALOG_BLOB_BUCKET": "x", "TOOLWARRANT_S3_PATH_STYLE": "yes"}))
+		"TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES": "1", "TOOLWARRANT_CRAWL_MAX_LISTING_BYTES": "2TiB", "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES": "lots", "TOOLWARRANT_IDENTITY": "a\nb", "CATALOG_BLOB_BUCKET": "x", "TOOLWARRANT_S3_PATH_STYLE": "yes",
+		"TOOLWARRANT_TILES_DIR": "s3://b/p"}))
 	if err == nil {
 		t.Fatal("bad values accepted")
 	}
 	for _, v := range []string{"TOOLWARRANT_CRAWL_CONCURRENCY", "TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_CRAWL_MAX_RESPONSE_BYTES",
 		"TOOLWARRANT_CRAWL_MAX_LISTING_BYTES", "TOOLWARRANT_CRAWL_MAX_SERVER_BYTES", "TOOLWARRANT_IDENTITY",
-		"CATALOG_BLOB_BUCKET", "TOOLWARRANT_S3_PATH_STYLE"} {
+		"CATALOG_BLOB_BUCKET", "TOOLWARRANT_S3_PATH_STYLE", "TOOLWARRANT_TILES_DIR"} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error does not name %s: %v", v, err)
 		}

@@ -38,6 +38,11 @@ type WarrantAWS struct {
 	// CheckpointOrigin is CHECKPOINT_ORIGIN, the log's origin (first line of its
 	// checkpoints, the key's name). Required with CheckpointKey.
 	CheckpointOrigin string
+	// TilesBucket is TOOLWARRANT_TILES_BUCKET, the S3 bucket the checkpoint function
+	// publishes the audit tree to as static c2sp.org/tlog-tiles after each checkpoint note
+	// (internal/tiles/s3tiles), and TilesPrefix TOOLWARRANT_TILES_PREFIX the key prefix of
+	// the log in it ("" for the bucket's root). Needs CheckpointKey. Default "": no tiles.
+	TilesBucket, TilesPrefix string
 	// S3PathStyle is CHECKPOINT_S3_PATH_STYLE=1: address both buckets (checkpoints, catalog
 	// objects) path-style (emulators). Default false (virtual-hosted, as AWS wants).
 	S3PathStyle bool
@@ -69,7 +74,7 @@ func (c WarrantAWS) LogValue() slog.Value {
 		names[i] = s.Name
 	}
 	return slog.GroupValue(slog.String("catalog_table", c.CatalogTable), slog.String("audit_kms_key", c.LogKey),
-		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
+		slog.String("checkpoint_bucket", c.CheckpointBucket), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("tiles_bucket", c.TilesBucket), slog.String("tiles_prefix", c.TilesPrefix), slog.String("crawl_role", c.CrawlRole), slog.Any("servers", names),
 		slog.Any("header_secrets", c.HeaderSecrets), slog.Int("max_attempts", c.MaxAttempts), slog.Duration("deadline_margin", c.DeadlineMargin))
 }
 
@@ -92,6 +97,18 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 	c.CheckpointKey, c.CheckpointOrigin = strings.TrimSpace(getenv("CHECKPOINT_KMS_KEY")), strings.TrimSpace(getenv("CHECKPOINT_ORIGIN"))
 	if c.CheckpointKey != "" && (c.CheckpointOrigin == "" || strings.ContainsAny(c.CheckpointOrigin, " \t+")) {
 		errs = append(errs, fmt.Errorf("CHECKPOINT_ORIGIN %q: with CHECKPOINT_KMS_KEY, name the log (a schema-less URL without spaces or '+'; template.yaml sets it)", c.CheckpointOrigin))
+	}
+	c.TilesBucket, c.TilesPrefix = strings.TrimSpace(getenv("TOOLWARRANT_TILES_BUCKET")), strings.TrimSpace(getenv("TOOLWARRANT_TILES_PREFIX"))
+	switch {
+	case c.TilesBucket != "" && !validBucketName(c.TilesBucket):
+		errs = append(errs, fmt.Errorf("TOOLWARRANT_TILES_BUCKET=%q is not an S3 bucket name", c.TilesBucket))
+	case c.TilesBucket != "" && c.CheckpointKey == "":
+		errs = append(errs, errors.New("TOOLWARRANT_TILES_BUCKET needs CHECKPOINT_KMS_KEY: the tiles are published with the C2SP checkpoint notes the checkpoint key signs"))
+	case c.TilesBucket == "" && c.TilesPrefix != "":
+		errs = append(errs, errors.New("TOOLWARRANT_TILES_PREFIX is set without TOOLWARRANT_TILES_BUCKET"))
+	}
+	if p := strings.Trim(c.TilesPrefix, "/"); p != "" && !validKeyPrefix(p) {
+		errs = append(errs, fmt.Errorf("TOOLWARRANT_TILES_PREFIX=%q must be printable ASCII '/'-separated segments, none empty, \".\" or \"..\"", c.TilesPrefix))
 	}
 	boolVar(getenv, "CHECKPOINT_S3_PATH_STYLE", &c.S3PathStyle, &errs)
 	c.CrawlRole = strings.TrimSpace(getenv("CRAWL_ROLE_ARN"))
@@ -158,6 +175,26 @@ func validBucketName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !lowerOrDigit(c) && (i == 0 || i == len(s)-1 || c != '.' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validKeyPrefix is an S3 key prefix that is also a relative path: printable ASCII without
+// backslash, of '/'-separated segments none of which is empty, "." or "..", at most 256
+// bytes.
+func validKeyPrefix(p string) bool {
+	if len(p) > 256 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x21 || p[i] > 0x7e || p[i] == '\\' {
+			return false
+		}
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
 	}

@@ -47,3 +47,37 @@ func TestHeaderSecretsMustBeGranted(t *testing.T) {
 		t.Errorf("env and secret together: %v", err)
 	}
 }
+
+// TestTilesSettings: the checkpoint function publishes tiles to TOOLWARRANT_TILES_BUCKET
+// under TOOLWARRANT_TILES_PREFIX, only with the checkpoint key that signs their notes.
+func TestTilesSettings(t *testing.T) {
+	base := map[string]string{"CATALOG_TABLE": "catalog", "AUDIT_KMS_KEY": "k", "CHECKPOINT_KMS_KEY": "cp", "CHECKPOINT_ORIGIN": "toolwarrant.aws/1/us-east-1/dev"}
+	with := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := LoadWarrantAWS(with("TOOLWARRANT_TILES_BUCKET", "dev-tlog-1", "TOOLWARRANT_TILES_PREFIX", "log/v1/"), WarrantAWSNeeds{})
+	if err != nil || c.TilesBucket != "dev-tlog-1" || c.TilesPrefix != "log/v1/" {
+		t.Errorf("tiles settings: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"TOOLWARRANT_TILES_BUCKET", "Bad_Bucket"}, "TOOLWARRANT_TILES_BUCKET"},
+		{[]string{"TOOLWARRANT_TILES_BUCKET", "dev-tlog-1", "CHECKPOINT_KMS_KEY", ""}, "needs CHECKPOINT_KMS_KEY"},
+		{[]string{"TOOLWARRANT_TILES_PREFIX", "log/"}, "without TOOLWARRANT_TILES_BUCKET"},
+		{[]string{"TOOLWARRANT_TILES_BUCKET", "dev-tlog-1", "TOOLWARRANT_TILES_PREFIX", "a/../b"}, "TOOLWARRANT_TILES_PREFIX"},
+		{[]string{"TOOLWARRANT_TILES_BUCKET", "dev-tlog-1", "TOOLWARRANT_TILES_PREFIX", "a b"}, "TOOLWARRANT_TILES_PREFIX"},
+	} {
+		if _, err := LoadWarrantAWS(with(tc.kv...), WarrantAWSNeeds{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.kv, err, tc.want)
+		}
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/emf"
 	"github.com/agentgate-dev/agentgate/internal/s3blob"
+	"github.com/agentgate-dev/agentgate/internal/tiles"
+	"github.com/agentgate-dev/agentgate/internal/tiles/s3tiles"
 )
 
 // CheckpointHandler is the checkpoint Lambda's handler: on each scheduled event it runs
@@ -35,6 +37,14 @@ func CheckpointHandler(w *Warrant, log *slog.Logger, m Metrics) (func(context.Co
 	cw := &checkpoint.Writer{Log: w.Catalog, Signer: w.Signer, Blobs: w.Blobs, Now: w.Now, Logger: log}
 	if w.Notes != nil {
 		cw.Notes, cw.Origin = w.Notes, w.Origin
+	}
+	if w.Tiles != nil && w.Notes != nil {
+		// TOOLWARRANT_TILES_BUCKET: the tree as c2sp.org/tlog-tiles after each note.
+		tw, err := TilesWriter(w)
+		if err != nil {
+			return nil, err
+		}
+		cw.Tiles = tw
 	}
 	return func(ctx context.Context, _ any) (checkpoint.Result, error) {
 		res, err := cw.Run(ctx)
@@ -64,4 +74,22 @@ func CheckpointSource(ctx context.Context, cfg aws.Config, rawURL string, pathSt
 		return nil, err
 	}
 	return checkpoint.Store{Blobs: st, Name: "s3://" + u.Host + "/" + checkpoint.Prefix}, nil
+}
+
+// TilesWriter is the publisher of w's tiled log (w.Tiles, TOOLWARRANT_TILES_BUCKET and
+// _PREFIX): its checkpoints are the notes of w's checkpoint key (w.Notes), so they verify
+// under the log's verifier key.
+func TilesWriter(w *Warrant) (*tiles.Writer, error) {
+	if w.Tiles == nil || w.Notes == nil {
+		return nil, errors.New("tiles: TOOLWARRANT_TILES_BUCKET and CHECKPOINT_KMS_KEY are required")
+	}
+	vkey, err := checkpoint.VerifierKey(w.Origin, w.Notes.Public())
+	if err != nil {
+		return nil, fmt.Errorf("tiles: %w", err)
+	}
+	st, err := s3tiles.New(s3.NewFromConfig(w.AWS, w.Tiles.S3...), w.Tiles.Bucket, w.Tiles.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("tiles: %w", err)
+	}
+	return &tiles.Writer{Store: st, VerifierKey: vkey}, nil
 }

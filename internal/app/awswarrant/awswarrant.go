@@ -45,6 +45,9 @@ type Warrant struct {
 	// (CHECKPOINT_ORIGIN); nil and "" unless set.
 	Notes  *kmssigner.NoteSigner
 	Origin string
+	// Tiles is where the checkpoint function publishes the audit tree as c2sp.org/tlog-tiles
+	// after each checkpoint note (TOOLWARRANT_TILES_BUCKET); nil unless set (it needs Notes).
+	Tiles *TilesTarget
 	// Identity is who the service acts as (the crawl role for crawls).
 	Identity string
 	// AWS is the SDK configuration the clients were built on (for more clients).
@@ -85,9 +88,23 @@ func New(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity s
 			return nil, err
 		}
 		w.Origin = c.CheckpointOrigin
+		if c.TilesBucket != "" {
+			w.Tiles = &TilesTarget{Bucket: c.TilesBucket, Prefix: c.TilesPrefix,
+				S3: append([]func(*s3.Options){func(so *s3.Options) { so.UsePathStyle = c.S3PathStyle }}, o.S3...)}
+		}
 	}
 	log.InfoContext(ctx, "toolwarrant on AWS", slog.Any("config", c), slog.Any("log_key", sig), slog.String("identity", identity))
 	return w, nil
+}
+
+// TilesTarget is the S3 bucket and prefix of the tiled log. It is only where: awsapp
+// builds the publisher (internal/tiles/s3tiles) for the checkpoint function, so a
+// function that links this package alone (the interceptor) links no tile or checkpoint
+// code (test/arch).
+type TilesTarget struct {
+	Bucket, Prefix string
+	// S3 are the client options (path style for emulators; the tests' counters and faults).
+	S3 []func(*s3.Options)
 }
 
 // AWSConfig loads the SDK configuration with the attempts of c.
