@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentgate-dev/agentgate/internal/findings"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -104,6 +105,8 @@ func parseFilter(grade, server string) (Filter, error) {
 func (p *Page) apply(f Filter) {
 	slices.SortStableFunc(p.Cards, func(a, b Card) int {
 		switch {
+		case a.Risk != b.Risk:
+			return int(b.Risk) - int(a.Risk)
 		case a.Severity != b.Severity:
 			return int(b.Severity) - int(a.Severity)
 		case a.Suspicious != b.Suspicious:
@@ -120,7 +123,7 @@ func (p *Page) apply(f Filter) {
 	seen := map[string]bool{}
 	kept := p.Cards[:0:0]
 	for _, c := range p.Cards {
-		switch c.Severity {
+		switch c.Risk {
 		case warrant.Critical:
 			p.Left.Critical++
 		case warrant.Warning:
@@ -134,7 +137,7 @@ func (p *Page) apply(f Filter) {
 			seen[c.server] = true
 			p.FilterServers = append(p.FilterServers, c.Server)
 		}
-		if (f.Server == "" || c.server == f.Server) && (f.Grade == warrant.SeverityNone || c.Severity >= f.Grade) {
+		if (f.Server == "" || c.server == f.Server) && (f.Grade == warrant.SeverityNone || c.Risk >= f.Grade) {
 			kept = append(kept, c)
 		}
 	}
@@ -150,7 +153,7 @@ func (p *Page) apply(f Filter) {
 			at[c.server] = i
 			servers = append(servers, ServerCount{Name: c.Server})
 		}
-		servers[i].Cards = append(servers[i].Cards, CardLink{ID: c.ID, Tool: c.Tool, State: c.State, Grade: c.Grade})
+		servers[i].Cards = append(servers[i].Cards, CardLink{ID: c.ID, Tool: c.Tool, State: c.State, Grade: c.Risk.String()})
 	}
 	p.Servers = servers
 }
@@ -212,6 +215,12 @@ type Card struct {
 	Suspicious bool
 	Summary    Text
 	Findings   []FindingView
+	// FirstSight are the first-sight findings (docs/findings.md) on Current that the
+	// baseline did not have: what its text asks of the model (secrets, sending data away,
+	// other tools, hiding from the user). Hidden characters stay in Findings above.
+	FirstSight []FirstSightView
+	// Risk orders the cards: the worse of Severity and the first-sight findings' grade.
+	Risk warrant.Severity
 	// Hidden are the texts tag characters spell, per run.
 	Hidden    []string
 	Lookalike *Lookalike
@@ -219,6 +228,39 @@ type Card struct {
 	Decidable bool
 	// Rollback are the earlier approved digests the tool may be rolled back to.
 	Rollback []warrant.Digest
+}
+
+// FirstSightView is one first-sight finding.
+type FirstSightView struct {
+	Severity, Rule string
+	Pointer        Text
+	Excerpt        Text
+	Reason         Text
+}
+
+// firstSight returns the findings of dv's new version that its baseline did not have.
+func firstSight(dv warrant.DiffView, siblings []string) ([]FirstSightView, warrant.Severity) {
+	before := map[string]bool{}
+	if dv.From != "" {
+		old, _ := findings.ScanObject(warrant.KindTool, dv.FromVersion.Canonical, siblings)
+		for _, f := range old {
+			before[string(f.Rule)+"\x00"+f.Pointer] = true
+		}
+	}
+	now, err := findings.ScanObject(warrant.KindTool, dv.ToVersion.Canonical, siblings)
+	if err != nil {
+		return nil, warrant.SeverityNone
+	}
+	var out []FirstSightView
+	worst := warrant.SeverityNone
+	for _, f := range now {
+		if f.Rule == findings.RuleHiddenCharacters || before[string(f.Rule)+"\x00"+f.Pointer] {
+			continue
+		}
+		worst = max(worst, f.Severity)
+		out = append(out, FirstSightView{Severity: f.Severity.String(), Rule: string(f.Rule), Pointer: textOf(f.Pointer), Excerpt: textOf(f.Excerpt), Reason: textOf(f.Reason)})
+	}
+	return out, worst
 }
 
 // ChangeView is one graded change.
@@ -369,6 +411,10 @@ func reviewable(r warrant.ToolRow) bool {
 // build turns a snapshot into the page.
 func build(s snapshot) *Page {
 	p := &Page{Head: s.head}
+	siblings := map[string][]string{}
+	for _, r := range s.rows {
+		siblings[r.Server] = append(siblings[r.Server], r.Tool)
+	}
 	for _, r := range s.rows {
 		id := cardID(r.Server, r.Tool)
 		look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
@@ -376,7 +422,12 @@ func build(s snapshot) *Page {
 			Current: r.Current, Approved: r.Approved, Flags: r.Flags, ID: id})
 		switch {
 		case shown(r):
-			p.Cards = append(p.Cards, card(r, s.diffs[id], s.rollback[id]))
+			c := card(r, s.diffs[id], s.rollback[id])
+			if c.Decidable {
+				c.FirstSight, c.Risk = firstSight(s.diffs[id], siblings[r.Server])
+				c.Risk = max(c.Risk, c.Severity)
+			}
+			p.Cards = append(p.Cards, c)
 		case len(s.rollback[id]) > 0:
 			p.Approved = append(p.Approved, card(r, warrant.DiffView{}, s.rollback[id]))
 		}
@@ -388,7 +439,7 @@ func build(s snapshot) *Page {
 func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Card {
 	look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
 	c := Card{ID: cardID(r.Server, r.Tool), Server: textOf(r.Server), Tool: nameText(r.Tool, look), ServerArg: arg(r.Server), ToolArg: arg(r.Tool),
-		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback}
+		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, Risk: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback}
 	for _, ru := range r.Rules {
 		c.Rules = append(c.Rules, string(ru))
 	}
@@ -410,7 +461,7 @@ func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Car
 	in := dv.ToInspection
 	c.Suspicious = in.Suspicious()
 	c.Summary = textOf(in.Summary())
-	c.Findings = findings(in.Findings)
+	c.Findings = charFindings(in.Findings)
 	c.Hidden = in.Hidden
 	if look {
 		l := &Lookalike{Letters: letters(r.Tool), MixedScript: in.MixedScript, Scripts: in.Scripts}
@@ -437,8 +488,8 @@ func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Car
 	return c
 }
 
-// findings groups consecutive findings of one class in one string.
-func findings(fs []warrant.TextFinding) []FindingView {
+// charFindings groups consecutive findings of one class in one string.
+func charFindings(fs []warrant.TextFinding) []FindingView {
 	var out []FindingView
 	var last warrant.TextFinding
 	for i, f := range fs {
