@@ -54,17 +54,24 @@ func definitionsOf(d lockfile.Definitions) []struct {
 	}{{lockfile.KindTool, d.Tools}, {lockfile.KindPrompt, d.Prompts}, {lockfile.KindResource, d.Resources}, {lockfile.KindResourceTemplate, d.ResourceTemplates}}
 }
 
-// scanDefinition scans one item of d: the instructions, or the object of kind and name.
-func scanDefinition(d lockfile.Definitions, kind warrant.Kind, name string) []findings.Finding {
+// siblingsOf lists the names of d's tools, for the cross-tool rule.
+func siblingsOf(d lockfile.Definitions) []string {
+	var out []string
+	for _, t := range d.Tools {
+		out = append(out, keyOf(lockfile.KindTool, t))
+	}
+	return out
+}
+
+// objectOf returns the object of kind and name in d (nil when there is none), or for the
+// instructions an object holding them, as findings reads it.
+func objectOf(d lockfile.Definitions, kind warrant.Kind, name string) json.RawMessage {
 	if kind == lockfile.KindInstructions {
 		if d.Instructions == nil {
 			return nil
 		}
-		return findings.Scan(findings.Target{Kind: findings.KindInstructions, Description: *d.Instructions})
-	}
-	var siblings []string
-	for _, t := range d.Tools {
-		siblings = append(siblings, keyOf(lockfile.KindTool, t))
+		raw, _ := json.Marshal(map[string]string{"description": *d.Instructions}) // ScanObject reads it as Description: pointer /instructions
+		return raw
 	}
 	for _, group := range definitionsOf(d) {
 		if group.kind != kind {
@@ -72,22 +79,40 @@ func scanDefinition(d lockfile.Definitions, kind warrant.Kind, name string) []fi
 		}
 		for _, raw := range group.list {
 			if keyOf(kind, raw) == name {
-				fs, err := findings.ScanObject(kind, raw, siblings)
-				if err != nil {
-					return nil
-				}
-				return fs
+				return raw
 			}
 		}
 	}
 	return nil
 }
 
+// introduced returns the findings of the item of kind and name in live that the same item
+// in locked (nil: none) did not have; hidden characters are left to drift's
+// suspicious-text-added, so nothing is counted twice.
+func introduced(live lockfile.Definitions, locked *lockfile.Definitions, kind warrant.Kind, name string) []findings.Finding {
+	after := objectOf(live, kind, name)
+	if after == nil {
+		return nil
+	}
+	var before json.RawMessage
+	if locked != nil {
+		before = objectOf(*locked, kind, name)
+	}
+	fk := kind
+	if kind == lockfile.KindInstructions {
+		fk = findings.KindInstructions
+	}
+	fs, err := findings.Introduced(fk, before, after, siblingsOf(live))
+	if err != nil {
+		return nil
+	}
+	return fs
+}
+
 // addFindings adds the findings of every added or changed item's live definition to its
 // changes and raises the grades above it. A changed item keeps only the findings its
 // locked definition (when the snapshot has it) did not have: what was pinned was read
-// then. Hidden characters are left to the drift rule that already grades them
-// (suspicious-text-added), so nothing is counted twice.
+// then.
 func addFindings(rep *lockfile.ReportV2, live, locked lockfile.SnapshotV2) {
 	for si := range rep.Servers {
 		s := &rep.Servers[si]
@@ -97,21 +122,20 @@ func addFindings(rep *lockfile.ReportV2, live, locked lockfile.SnapshotV2) {
 			if !ok {
 				continue
 			}
+			var was *lockfile.Definitions
+			if d, ok := locked[s.Server][p.Profile]; ok {
+				was = &d
+			}
 			for ii := range p.Items {
 				it := &p.Items[ii]
 				if it.Change == lockfile.Removed {
 					continue
 				}
-				before := map[string]bool{}
-				if lockedDefs, ok := locked[s.Server][p.Profile]; ok && it.Change == lockfile.Changed {
-					for _, f := range scanDefinition(lockedDefs, it.Kind, it.Name) {
-						before[string(f.Rule)+"\x00"+f.Pointer] = true
-					}
+				before := was
+				if it.Change != lockfile.Changed {
+					before = nil
 				}
-				for _, f := range scanDefinition(defs, it.Kind, it.Name) {
-					if f.Rule == findings.RuleHiddenCharacters || before[string(f.Rule)+"\x00"+f.Pointer] {
-						continue
-					}
+				for _, f := range introduced(defs, before, it.Kind, it.Name) {
 					it.Changes = append(it.Changes, warrant.Change{Rule: f.Rule, Severity: f.Severity, Kind: warrant.Added, Pointer: f.Pointer,
 						Reason: fmt.Sprintf("%s (first-sight finding: %s)", f.Reason, f.Excerpt)})
 					it.Grade = max(it.Grade, f.Severity)
@@ -166,7 +190,7 @@ func firstSight(snap lockfile.SnapshotV2, next, old *lockfile.LockfileV2) []sigh
 			defs := snap[server][profile]
 			lp := ls.Profiles[profile]
 			if defs.Instructions != nil && !seen["instructions\x00"+lp.InstructionsHash] {
-				add(server, profile, lockfile.KindInstructions, "", scanDefinition(defs, lockfile.KindInstructions, ""))
+				add(server, profile, lockfile.KindInstructions, "", introduced(defs, nil, lockfile.KindInstructions, ""))
 			}
 			digests := map[string]string{}
 			for _, t := range lp.Tools {
@@ -187,7 +211,7 @@ func firstSight(snap lockfile.SnapshotV2, next, old *lockfile.LockfileV2) []sigh
 					if seen[digests[string(group.kind)+"\x00"+name]] {
 						continue
 					}
-					add(server, profile, group.kind, name, scanDefinition(defs, group.kind, name))
+					add(server, profile, group.kind, name, introduced(defs, nil, group.kind, name))
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
+	"github.com/agentgate-dev/agentgate/internal/findings"
 	"github.com/agentgate-dev/agentgate/internal/textguard"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -36,6 +38,9 @@ type newVersionJSON struct {
 	Grade    warrant.Severity `json:"grade"`
 	Rules    []warrant.Rule   `json:"rules"`
 	Flags    []string         `json:"flags"`
+	// Findings are the first-sight findings of the new version that its baseline did not
+	// have (docs/findings.md): what its text asks of the model.
+	Findings []findings.Finding `json:"findings"`
 }
 
 type refusedToolJSON struct {
@@ -122,9 +127,14 @@ the server sends (32 MiB). A server over a bound is not recorded; the others are
 				}
 				res := o.Result
 				r.OK, r.Crawl, r.Transport, r.Tools, r.Accepted, r.Removed = true, res.Crawl, o.Transport, res.Tools, res.Accepted, res.Removed
+				var siblings []string
+				if len(res.New) > 0 {
+					siblings = a.toolNames(cmd.Context(), svc, o.Server)
+				}
 				for _, nv := range res.New {
 					r.NewVersions = append(r.NewVersions, newVersionJSON{Tool: nv.Tool, Digest: nv.Digest, Baseline: nv.Baseline,
-						Grade: nv.Drift.Grade, Rules: orEmpty(nv.Drift.Rules()), Flags: orEmpty(nv.Inspection.Flags())})
+						Grade: nv.Drift.Grade, Rules: orEmpty(nv.Drift.Rules()), Flags: orEmpty(nv.Inspection.Flags()),
+						Findings: a.firstSight(cmd.Context(), svc, o.Server, nv, siblings)})
 				}
 				for _, e := range res.Refused {
 					r.Refused = append(r.Refused, refusedToolJSON{Tool: e.Tool, Index: e.Index, Offset: e.Offset, Reason: e.Reason})
@@ -157,6 +167,41 @@ the server sends (32 MiB). A server over a bound is not recorded; the others are
 	return c
 }
 
+// toolNames lists the tools the catalog knows on server, for the cross-tool rule of the
+// first-sight findings ("" on a read error: the rule then knows no other names).
+func (a *app) toolNames(ctx context.Context, svc *warrant.Service, server string) []string {
+	rows, err := svc.List(ctx, false)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range rows {
+		if r.Server == server {
+			out = append(out, r.Tool)
+		}
+	}
+	return out
+}
+
+// firstSight returns the findings nv's definition has and its baseline had not. A version
+// that cannot be read back is reported as a finding, never silently skipped.
+func (a *app) firstSight(ctx context.Context, svc *warrant.Service, server string, nv warrant.NewVersion, siblings []string) []findings.Finding {
+	dv, err := svc.Diff(ctx, server, nv.Tool, string(nv.Baseline), string(nv.Digest))
+	var before []byte
+	if nv.Baseline != "" {
+		before = dv.FromVersion.Canonical
+	}
+	var fs []findings.Finding
+	if err == nil {
+		fs, err = findings.Introduced(warrant.KindTool, before, dv.ToVersion.Canonical, siblings)
+	}
+	if err != nil {
+		return []findings.Finding{{Rule: findings.RuleUnscanned, Severity: warrant.Warning, Pointer: "",
+			Reason: "the recorded definition could not be read back to scan it: " + err.Error()}}
+	}
+	return orEmpty(fs)
+}
+
 func orEmpty[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -186,6 +231,9 @@ func (a *app) printCrawl(results []crawlJSON) {
 				flags = "  [" + strings.Join(nv.Flags, ",") + "]"
 			}
 			fmt.Fprintf(w, "  %-7s %s  %s  %s %s%s\n", kind, visibleName(nv.Tool, nv.Flags), nv.Digest.Short(), nv.Grade, strings.Join(rules, ","), flags)
+			for _, f := range nv.Findings {
+				fmt.Fprintf(w, "          finding %s %s at %s: %s\n", f.Severity, f.Rule, visible(f.Pointer), visible(f.Reason))
+			}
 		}
 		for _, e := range r.Refused {
 			fmt.Fprintf(w, "  refused %s\n", visible((&warrant.IngestError{Server: r.Server, Tool: e.Tool, Index: e.Index, Offset: e.Offset, Reason: e.Reason}).Error()))

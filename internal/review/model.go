@@ -240,27 +240,19 @@ type FirstSightView struct {
 
 // firstSight returns the findings of dv's new version that its baseline did not have.
 func firstSight(dv warrant.DiffView, siblings []string) ([]FirstSightView, warrant.Severity) {
-	before := map[string]bool{}
+	var before []byte
 	if dv.From != "" {
-		old, _ := findings.ScanObject(warrant.KindTool, dv.FromVersion.Canonical, siblings)
-		for _, f := range old {
-			before[string(f.Rule)+"\x00"+f.Pointer] = true
-		}
+		before = dv.FromVersion.Canonical
 	}
-	now, err := findings.ScanObject(warrant.KindTool, dv.ToVersion.Canonical, siblings)
+	fs, err := findings.Introduced(warrant.KindTool, before, dv.ToVersion.Canonical, siblings)
 	if err != nil {
 		return nil, warrant.SeverityNone
 	}
 	var out []FirstSightView
-	worst := warrant.SeverityNone
-	for _, f := range now {
-		if f.Rule == findings.RuleHiddenCharacters || before[string(f.Rule)+"\x00"+f.Pointer] {
-			continue
-		}
-		worst = max(worst, f.Severity)
+	for _, f := range fs {
 		out = append(out, FirstSightView{Severity: f.Severity.String(), Rule: string(f.Rule), Pointer: textOf(f.Pointer), Excerpt: textOf(f.Excerpt), Reason: textOf(f.Reason)})
 	}
-	return out, worst
+	return out, findings.Grade(fs)
 }
 
 // ChangeView is one graded change.
