@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ type witnessOutcome struct {
 // auditCheckpointCmd writes a signed checkpoint of the current head for the embedded
 // catalog, the local counterpart of the AWS checkpoint function.
 func (a *app) auditCheckpointCmd() *cobra.Command {
-	var dir string
+	var dir, tilesOut string
 	var witnesses []string
 	var asJSON bool
 	var f tlogFlags
@@ -89,7 +90,10 @@ are removed or rewritten.
 --witness URL (repeated) submits the checkpoint to c2sp.org/tlog-witness witnesses with a
 consistency proof from the size each last cosigned, and writes their cosignatures to
 DIR/<size>.cosig. A witness that refuses (the checkpoint is not consistent with one it
-cosigned: a fork or a rollback) is reported and the exit code is 1.` +
+cosigned: a fork or a rollback) is reported and the exit code is 1.
+
+--tiles DIR (or TOOLWARRANT_TILES_DIR) then publishes the checkpoint, with the hash tiles and
+entry bundles the log gained, as c2sp.org/tlog-tiles in DIR ('toolwarrant tlog tiles').` +
 			exitCodes("the checkpoint was written (and every witness cosigned it)", "the log did not verify, so nothing was written; or a witness refused the checkpoint"),
 		Example: "  toolwarrant audit checkpoint --dir /mnt/worm/toolwarrant-checkpoints\n  toolwarrant audit checkpoint --dir cps --origin example.com/toolwarrant --witness https://witness.example/",
 		Args:    cli.NoArgs,
@@ -207,6 +211,20 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 					fmt.Fprintf(a.env.Stdout, "wrote %s: %s\n", cosigPath, cli.Count(strings.Count(string(merged), "\n"), "cosignature", ""))
 				}
 			}
+			if tilesOut = cmp.Or(tilesOut, cfg.TilesDir); tilesOut != "" {
+				store, where, err := a.tilesStore(cmd, tilesOut, false)
+				if err != nil {
+					return err
+				}
+				res, err := a.publishTiles(cmd, records, store, vkey, noteBytes, false)
+				if err != nil {
+					return err
+				}
+				out["tiles"] = map[string]any{"out": where, "size": res.Size, "previous": res.Previous, "tiles": res.Tiles, "bundles": res.Bundles, "checkpoint": res.Checkpoint}
+				if !asJSON {
+					fmt.Fprintln(a.env.Stdout, tilesLine(where, res))
+				}
+			}
 			n, err := checkpoint.OpenNote(noteBytes, vkey, nil)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
@@ -230,6 +248,7 @@ cosigned: a fork or a rollback) is reported and the exit code is 1.` +
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the checkpoint `DIR` (created if missing)")
+	c.Flags().StringVar(&tilesOut, "tiles", "", "also publish the checkpoint with its c2sp.org/tlog-tiles to `DIR` or s3://BUCKET[/PREFIX] (env TOOLWARRANT_TILES_DIR)")
 	c.Flags().StringArrayVar(&witnesses, "witness", nil, "submit the checkpoint to the c2sp.org/tlog-witness witness at `URL` (its submission prefix); repeat for several")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: head, origin, size, root, vkey, files, witnesses")
 	f.add(c, true)

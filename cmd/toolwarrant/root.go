@@ -84,6 +84,7 @@ apply.`,
 	root.AddCommand(newEmitCmd(a))
 	root.AddCommand(newVerifyGatewayCmd(a))
 	root.AddCommand(a.reviewCmd())
+	root.AddCommand(a.tlogCmd())
 	cli.Setup(root, env, cli.VersionInfo{Name: "toolwarrant", Version: d.version, Commit: d.commit})
 	return root
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -11,20 +13,25 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsbase"
+	"github.com/agentgate-dev/agentgate/internal/app/localapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
+	"github.com/agentgate-dev/agentgate/internal/tiles"
+	"github.com/agentgate-dev/agentgate/internal/tiles/s3tiles"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -574,4 +581,240 @@ func newestOf(cps []checkpoint.Located) checkpoint.Located {
 		}
 		return len(x.Witnesses) - len(y.Witnesses)
 	})
+}
+
+// recordLog is a log read into memory (the catalog's or an export's records, in order) as
+// the checkpoint.Log the tile writer reads; the writer checks it is contiguous and linked.
+type recordLog []warrant.AuditRecord
+
+func (l recordLog) AuditHead(context.Context) (warrant.AuditHead, error) {
+	if len(l) == 0 {
+		return warrant.Genesis(), nil
+	}
+	return warrant.AuditHead{Seq: l[len(l)-1].Seq, Hash: l[len(l)-1].Hash}, nil
+}
+
+func (l recordLog) AuditRecords(_ context.Context, after int64, limit int) ([]warrant.AuditRecord, error) {
+	i := sort.Search(len(l), func(i int) bool { return l[i].Seq > after })
+	return l[i:min(len(l), i+limit)], nil
+}
+
+// tilesStore opens where a tiled log is published: a directory (relative to the working
+// directory), or s3://BUCKET[/PREFIX] with the caller's AWS credentials.
+func (a *app) tilesStore(cmd *cobra.Command, out string, pathStyle bool) (tiles.Store, string, error) {
+	if rest, ok := strings.CutPrefix(out, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return nil, "", cli.Usage(cmd, "--out %q: want s3://BUCKET[/PREFIX] or a directory", out)
+		}
+		awsCfg, err := awsbase.AWSConfig(cmd.Context(), config.AWS{MaxAttempts: 3})
+		if err != nil {
+			return nil, "", cli.Exit(cli.ExitUsage, err)
+		}
+		st, err := s3tiles.New(s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }), bucket, prefix)
+		if err != nil {
+			return nil, "", cli.Usage(cmd, "--out %q: %v", out, err)
+		}
+		return st, st.String(), nil
+	}
+	if strings.Contains(out, "://") {
+		return nil, "", cli.Usage(cmd, "--out %q: want s3://BUCKET[/PREFIX] or a directory", out)
+	}
+	if !filepath.IsAbs(out) {
+		wd, err := a.deps.getwd()
+		if err != nil {
+			return nil, "", cli.Exit(cli.ExitUsage, fmt.Errorf("cannot read the working directory: %v", err))
+		}
+		out = filepath.Join(wd, out)
+	}
+	return tiles.Dir(out), out, nil
+}
+
+// publishTiles publishes the tree of records at note to store. A log or a store that
+// does not agree with the note, or an entry too large for a bundle, is exit 1.
+func (a *app) publishTiles(cmd *cobra.Command, records []warrant.AuditRecord, store tiles.Store, vkey string, note []byte, rebuild bool) (checkpoint.TilesResult, error) {
+	res, err := localapp.PublishTiles(cmd.Context(), recordLog(records), store, vkey, note, rebuild)
+	if err != nil {
+		code := cli.ExitUsage
+		if errors.Is(err, checkpoint.ErrRewritten) || errors.Is(err, checkpoint.ErrUntrusted) || errors.Is(err, tiles.ErrEntryTooLarge) {
+			code = cli.ExitFound
+		}
+		return res, cli.Exit(code, err)
+	}
+	return res, nil
+}
+
+// tilesLine says what a publication did, for people.
+func tilesLine(where string, res checkpoint.TilesResult) string {
+	if !res.Checkpoint {
+		return fmt.Sprintf("tiles in %s are up to date (checkpoint of size %d)", where, max(res.Previous, res.Size))
+	}
+	return fmt.Sprintf("published tree %d to %s: %s, %s, checkpoint (was size %d)", res.Size, where,
+		cli.Count(res.Tiles, "hash tile", ""), cli.Count(res.Bundles, "entry bundle", ""), res.Previous)
+}
+
+// tlogCmd is `toolwarrant tlog`: the audit log published for others to read.
+func (a *app) tlogCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tlog",
+		Short: "Publish the audit log as a static transparency log (c2sp.org/tlog-tiles) monitors and mirrors read",
+		Long: `The audit log's RFC 6962 tree, published as static files any web server or bucket serves: the
+signed checkpoint, hash tiles and entry bundles of c2sp.org/tlog-tiles, read with HTTP GETs and
+golang.org/x/mod/sumdb/tlog alone (docs/transparency-log.md, "Static tiles").` + exitCodes("success", ""),
+		Example: "  toolwarrant tlog tiles --out /srv/www/toolwarrant-log",
+		Args:    cli.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	c.AddCommand(a.tlogTilesCmd())
+	return c
+}
+
+func (a *app) tlogTilesCmd() *cobra.Command {
+	var out, export, checkpoints string
+	var rebuild, asJSON, pathStyle bool
+	var f tlogFlags
+	c := &cobra.Command{
+		Use:   "tiles",
+		Short: "Write (or catch up) the audit log's c2sp.org/tlog-tiles: checkpoint, hash tiles, entry bundles",
+		Long: `Publish the audit tree to --out (a directory, or s3://BUCKET[/PREFIX]) as c2sp.org/tlog-tiles:
+
+  checkpoint               the C2SP checkpoint note (origin, size, root), signed by the checkpoint key
+  tile/<L>/<N>[.p/<W>]     hash tiles: 256 hashes of level L (or W of them, for a checkpoint's size)
+  tile/entries/<N>[.p/<W>] entry bundles: each entry's canonical body after its uint16 length
+
+Entry i of the bundles is audit entry i+1's body; its RFC 6962 leaf hash is hash i of the
+level-0 tiles. Only what the log gained since the checkpoint already in --out is written (full
+tiles are never rewritten; partial ones are kept for readers of older checkpoints); --rebuild
+computes every file from the log again and checks what is there.
+
+The checkpoint is, by default, a new one of the whole log signed by the local checkpoint key,
+after the log verifies under the log key and extends the last seen checkpoint, as 'audit
+checkpoint' does (the checkpoint becomes the last seen one). With --checkpoints DIR|s3://BUCKET
+it is the newest note there instead (no key needed: publish an AWS log from its export and its
+checkpoint bucket). An entry over 65,535 bytes cannot be bundled: it is named, nothing past it
+is published, and the exit code is 1. 'audit checkpoint' publishes tiles itself when
+TOOLWARRANT_TILES_DIR (or --tiles) is set.` +
+			exitCodes("the tiles are published and up to date", "the log does not verify, contradicts the checkpoint or the tiles already published, or holds an entry too large for a bundle"),
+		Example: "  toolwarrant tlog tiles --out /srv/www/toolwarrant-log\n" +
+			"  toolwarrant tlog tiles --export audit.jsonl --checkpoints s3://<CheckpointBucketName> --out s3://my-tlog/toolwarrant --vkey \"$VKEY\"",
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, st, err := a.logSettings(cmd, f)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = cfg.TilesDir
+			}
+			if out == "" {
+				return cli.Usage(cmd, "--out is required (or set TOOLWARRANT_TILES_DIR)")
+			}
+			store, where, err := a.tilesStore(cmd, out, pathStyle)
+			if err != nil {
+				return err
+			}
+			records, tree, err := a.readLog(cmd, cfg.Catalog, export)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			if tree.Size() == 0 {
+				return cli.Exit(cli.ExitUsage, errors.New("the log is empty: nothing to publish"))
+			}
+			var note []byte
+			if checkpoints != "" {
+				if st.vkey == "" {
+					return cli.Exit(cli.ExitUsage, errors.New("--checkpoints needs the checkpoint verifier key: pass --vkey ('toolwarrant audit key --checkpoint' prints it)"))
+				}
+				src, err := a.source(cmd, checkpoints, pathStyle)
+				if err != nil {
+					return err
+				}
+				notes, err := checkpoint.LoadNotes(cmd.Context(), src, st.vkey, nil)
+				if err != nil {
+					return cli.Exit(cli.ExitFound, err)
+				}
+				var cp *checkpoint.Located
+				for i := range notes {
+					if notes[i].Size > tree.Size() {
+						return cli.Exit(cli.ExitFound, fmt.Errorf("the log has %d entries, fewer than %s: entries were removed", tree.Size(), notes[i]))
+					}
+					cp = &notes[i]
+				}
+				if cp == nil {
+					return cli.Exit(cli.ExitUsage, fmt.Errorf("%s holds no checkpoint note", src))
+				}
+				if p := checkpoint.CheckTree(tree, []checkpoint.Located{*cp}); len(p) > 0 {
+					return cli.Exit(cli.ExitFound, fmt.Errorf("entry %d: %s", p[0].Seq, p[0].Reason))
+				}
+				note = cp.Bytes
+			} else {
+				if note, err = a.signWholeLog(cmd, cfg, st, records, tree); err != nil {
+					return err
+				}
+			}
+			res, err := a.publishTiles(cmd, records, store, st.vkey, note, rebuild)
+			if err != nil {
+				return err
+			}
+			if checkpoints == "" && st.configDir != "" {
+				if n, err := checkpoint.OpenNote(note, st.vkey, nil); err == nil {
+					if _, err := st.seen.Advance(n, st.vkey); err != nil {
+						return cli.Exit(cli.ExitUsage, err)
+					}
+				}
+			}
+			if asJSON {
+				return writeJSON(a.env.Stdout, map[string]any{"origin": st.origin, "vkey": st.vkey, "out": where, "size": res.Size, "previous": res.Previous,
+					"tiles": res.Tiles, "bundles": res.Bundles, "checkpoint": res.Checkpoint, "read": res.Read})
+			}
+			fmt.Fprintln(a.env.Stdout, tilesLine(where, res))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "publish to `DIR` or s3://BUCKET[/PREFIX] (env TOOLWARRANT_TILES_DIR)")
+	c.Flags().StringVar(&export, "export", "", "publish this export `FILE` (JSON Lines) instead of the catalog")
+	c.Flags().StringVar(&checkpoints, "checkpoints", "", "publish at the newest checkpoint note in `DIR` or s3://BUCKET instead of signing one")
+	c.Flags().BoolVar(&rebuild, "rebuild", false, "compute every tile and bundle from the log again and check those already published")
+	c.Flags().BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing for s3:// (moto, LocalStack)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: origin, vkey, out, size, previous, tiles, bundles, checkpoint, read")
+	f.add(c, true)
+	return c
+}
+
+// signWholeLog verifies the log under the log key and against the last seen checkpoint,
+// then signs the checkpoint note of the whole tree with the checkpoint key (created on
+// first use), as 'audit checkpoint' does.
+func (a *app) signWholeLog(cmd *cobra.Command, cfg config.Toolwarrant, st *logState, records []warrant.AuditRecord, tree *audit.Tree) ([]byte, error) {
+	key, err := localapp.LoadLogKey(cfg.LogKey)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Errorf("%v (to publish a log whose key is elsewhere, pass --checkpoints with its checkpoint notes)", err))
+	}
+	rep := audit.Verify(records, audit.Options{Keys: map[string]crypto.PublicKey{key.KeyID(): key.Public()}})
+	if len(rep.Problems) > 0 {
+		return nil, cli.Exit(cli.ExitFound, fmt.Errorf("the log does not verify (%s, the first at entry %d): run 'toolwarrant audit verify'", cli.Count(len(rep.Problems), "problem", ""), rep.Problems[0].Seq))
+	}
+	if st.vkey != "" && st.configDir != "" {
+		if seen, err := st.seen.Load(st.vkey, nil); err == nil {
+			if p := checkpoint.CheckTree(tree, []checkpoint.Located{seen}); len(p) > 0 {
+				return nil, cli.Exit(cli.ExitFound, fmt.Errorf("entry %d: %s; nothing was signed", p[0].Seq, p[0].Reason))
+			}
+		} else if !errors.Is(err, checkpoint.ErrNotSeen) {
+			return nil, cli.Exit(cli.ExitFound, err)
+		}
+	}
+	nk, created, err := a.checkpointKey(st)
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, err)
+	}
+	if st.vkey, err = checkpoint.VerifierKey(st.origin, nk.Public()); err != nil {
+		return nil, cli.Exit(cli.ExitUsage, err)
+	}
+	if created {
+		fmt.Fprintf(a.env.Stderr, "created checkpoint key %s; its verifier key (publish it with the tiles):\n%s\n", st.keyPath, st.vkey)
+	}
+	note, err := checkpoint.SignNote(cmd.Context(), nk, st.origin, tree.Size(), rootOf(tree))
+	if err != nil {
+		return nil, cli.Exit(cli.ExitUsage, err)
+	}
+	return note, nil
 }

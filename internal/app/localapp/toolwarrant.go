@@ -3,12 +3,15 @@ package localapp
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
+	"github.com/agentgate-dev/agentgate/internal/tiles"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -93,3 +96,14 @@ func CreateToolwarrant(ctx context.Context, c ToolwarrantConfig, keyType string)
 // LoadLogKey loads the log key file at path: for checking the log's signatures (its
 // public key) and signing checkpoints.
 func LoadLogKey(path string) (*keysigner.Signer, error) { return keysigner.Load(path) }
+
+// PublishTiles publishes the audit tree of log to store as static c2sp.org/tlog-tiles
+// (internal/tiles; a directory is tiles.Dir): at the checkpoint note, signed by the
+// checkpoint key whose verifier key is vkey, the tiles and entry bundles the log gained
+// since the checkpoint store holds, then the note as its checkpoint. With rebuild, every
+// file is computed from the log again and checked against the store. The log is read
+// whole, however long: on one machine it is all there.
+func PublishTiles(ctx context.Context, log checkpoint.Log, store tiles.Store, vkey string, note []byte, rebuild bool) (checkpoint.TilesResult, error) {
+	w := &tiles.Writer{Store: store, VerifierKey: vkey, MaxEntries: math.MaxInt, Rebuild: rebuild}
+	return w.PublishTiles(ctx, log, note)
+}
