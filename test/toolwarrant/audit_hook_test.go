@@ -45,7 +45,7 @@ func (a *chainAuditor) Chain(_ context.Context, head warrant.AuditHead, events [
 	return out, nil
 }
 
-// TestAuditorWritesWithEveryWrite checks the hook part 2 plugs into: every server added,
+// TestAuditorWritesWithEveryWrite checks the hook the audit log plugs into (warrant.Auditor): every server added,
 // crawl recorded, version first seen and decision made gets its audit record in the same
 // write, a failing auditor leaves nothing written, and racing crawls of different servers
 // retry on the moved head and keep the chain linear.

@@ -364,3 +364,46 @@ func TestTemplatePolicies(t *testing.T) {
 		t.Error("a function does not run as its own role")
 	}
 }
+
+// TestOutputsDocumented keeps docs/aws.md's "Stack outputs" table equal to the template's
+// outputs: every output has a row, every row an output, and the condition it names.
+func TestOutputsDocumented(t *testing.T) {
+	outputs, _ := template(t)["Outputs"].(map[string]any)
+	if len(outputs) == 0 {
+		t.Fatal("template.yaml has no Outputs")
+	}
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "docs", "aws.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	start := strings.Index(doc, "\n## Stack outputs\n")
+	if start < 0 {
+		t.Fatal(`docs/aws.md has no "## Stack outputs" section`)
+	}
+	section := doc[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	rowRE := regexp.MustCompile("(?m)^\\| `([A-Za-z0-9]+)` \\| ([^|]+) \\|")
+	rows := map[string]string{}
+	for _, m := range rowRE.FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = strings.TrimSpace(m[2])
+	}
+	for name, o := range outputs {
+		when, ok := rows[name]
+		switch cond, _ := get(o, "Condition").(string); {
+		case !ok:
+			t.Errorf("output %s is not in docs/aws.md's Stack outputs table", name)
+		case cond == "" && when != "always":
+			t.Errorf("output %s: the table says %q, the template has no condition", name, when)
+		case cond != "" && when == "always":
+			t.Errorf("output %s: the table says always, the template's condition is %s", name, cond)
+		}
+	}
+	for name := range rows {
+		if _, ok := outputs[name]; !ok {
+			t.Errorf("docs/aws.md's Stack outputs table names %s, which template.yaml does not output", name)
+		}
+	}
+}
