@@ -65,7 +65,7 @@ type Event struct {
 }
 
 // Auditor turns the events of one write into audit records chained from head (Seq
-// head.Seq+1, ...). Part 2 signs them; a nil Auditor writes no audit records. Chain must be
+// head.Seq+1, ...). The audit package's Chainer signs them; a nil Auditor writes no audit records. Chain must be
 // deterministic for given input and must not write anywhere: the service calls it again
 // with the new head when the write loses a race.
 type Auditor interface {

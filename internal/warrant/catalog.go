@@ -77,8 +77,8 @@ type Catalog interface {
 	// Decide records d and updates the tool's approval: approved and rolled_back make
 	// d.Digest the approved digest; rejected clears the approval if it was d.Digest. It
 	// writes only if the tool's approved digest is still d.Expect (ErrConflict otherwise)
-	// and d.Digest is a stored version of the tool (ErrNotFound otherwise). Part 2 adds the
-	// rules about who may decide what; the port only guarantees the check-and-set.
+	// and d.Digest is a stored version of the tool (ErrNotFound otherwise). The decision use case
+	// (Service.DecideAs) applies who may decide what; the port only guarantees the check-and-set.
 	Decide(ctx context.Context, d Decision, a AuditAppend) error
 
 	// Decisions returns the decisions on one tool, oldest first.
