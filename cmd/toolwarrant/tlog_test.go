@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agentgate-dev/agentgate/internal/crawler/fixture"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/tiles/tilestest"
 )
 
@@ -73,6 +75,7 @@ func TestTlogTiles(t *testing.T) {
 	if second.Size != res.Size {
 		t.Errorf("served size %d, published %d", second.Size, res.Size)
 	}
+	docsTilesVerifier(t, web.URL+"/", vkey, tilesDir)
 	if r := runCLI(t, dir, env, "tlog", "tiles"); r.code != 2 || !strings.Contains(r.stderr, "--out is required") {
 		t.Errorf("tlog tiles without --out: %s", r)
 	}
@@ -135,4 +138,42 @@ func proveApproval(t *testing.T, prefix, vkey string) served {
 	}
 	l.Prove(t, i, entries[i])
 	return served{l}
+}
+
+// docsTilesVerifier runs the tile client docs/transparency-log.md shows (kept byte for byte
+// in testdata/tilesverify) against the log served at prefix from dir: it proves and prints
+// the approval, and fails once a byte of the served bundle changes.
+func docsTilesVerifier(t *testing.T, prefix, vkey, dir string) {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	src, err := os.ReadFile(filepath.Join(root, "cmd/toolwarrant/testdata/tilesverify/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs/transparency-log.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```go\n"+string(src)+"```\n") {
+		t.Fatal("docs/transparency-log.md does not show cmd/toolwarrant/testdata/tilesverify/main.go as it is")
+	}
+	l := tilestest.Open(t, tilestest.Prefix(prefix), vkey)
+	entries := l.Entries(t)
+	seq := strconv.FormatInt(tilestest.Find(entries, `"type":"approved"`)+1, 10)
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant/testdata/tilesverify")
+	out, err := exec.Command(bin, prefix, vkey, seq).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "entry "+seq+" of ") || !strings.Contains(string(out), `"type":"approved"`) {
+		t.Fatalf("tilesverify: %v\n%s", err, out)
+	}
+	bundle := filepath.Join(dir, "tile", "entries", "000.p", strconv.FormatInt(l.Size, 10))
+	orig, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(strings.Replace(string(orig), `"type":"approved"`, `"type":"rejected"`, 1))
+	writeFile(t, bundle, string(forged))
+	defer writeFile(t, bundle, string(orig))
+	if out, err := exec.Command(bin, prefix, vkey, seq).CombinedOutput(); err == nil {
+		t.Errorf("tilesverify accepted an altered bundle:\n%s", out)
+	}
 }
