@@ -211,7 +211,7 @@ func readPublicKeys(path string) (map[string]crypto.PublicKey, error) {
 }
 
 func (a *app) auditVerifyCmd() *cobra.Command {
-	var export, logPub, head, trustRoot, checkpoints, crawlRole string
+	var export, logPub, head, trustRoot, checkpoints, crawlRole, policyFile string
 	var asJSON, pathStyle bool
 	var witnessKeys []string
 	var quorum int
@@ -241,11 +241,13 @@ the catalog: TOOLWARRANT_CONFIG_DIR, else ~/.config/toolwarrant): its tree must 
 checkpoint's, so entries removed or rewritten and re-signed after it fail, naming it. A
 verification that passes moves the last seen checkpoint forward to the newest checkpoint
 note of --checkpoints. --witness-key K (repeated) with --quorum N requires N of those
-witnesses' cosignatures on the newest checkpoint.
+witnesses' cosignatures on the newest checkpoint. --policy FILE says the same in a
+c2sp.org/tlog-policy file (the log's key, the witnesses' keys, a quorum: k of n, in groups)
+instead of --vkey, --witness-key and --quorum.
 
 The log's public key comes from --log-pub (PEM, or DER as 'aws kms get-public-key' returns
 it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the log verified", "problems were found (listed, with entry numbers)"),
-		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…",
+		Example: "  toolwarrant audit verify\n  toolwarrant audit verify --export audit.jsonl --log-pub log-key.pub.pem --head 42:3f2a9c…\n  toolwarrant audit verify --checkpoints /mnt/worm/checkpoints --policy toolwarrant.policy",
 		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.settings(cmd)
@@ -277,21 +279,28 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 				}
 				opts.Keys = map[string]crypto.PublicKey{key.KeyID(): key.Public()}
 			}
-			ls, err := a.state(cmd, cfg.Catalog, f)
-			if err != nil {
-				return err
+			var tv treeVerify
+			if policyFile != "" {
+				if tv, err = a.policyTreeVerify(cmd, cfg.Catalog, f, policyFile); err != nil {
+					return err
+				}
+			} else {
+				ls, err := a.state(cmd, cfg.Catalog, f)
+				if err != nil {
+					return err
+				}
+				wits, err := witnessVerifiers(witnessKeys)
+				if err != nil {
+					return cli.Usage(cmd, "--witness-key: %v", err)
+				}
+				if quorum == 0 && len(wits) > 0 {
+					quorum = 1
+				}
+				if quorum > len(wits) || quorum < 0 {
+					return cli.Usage(cmd, "--quorum %d needs at least that many --witness-key", quorum)
+				}
+				tv = treeVerify{st: ls, witnesses: wits, quorum: quorum}
 			}
-			wits, err := witnessVerifiers(witnessKeys)
-			if err != nil {
-				return cli.Usage(cmd, "--witness-key: %v", err)
-			}
-			if quorum == 0 && len(wits) > 0 {
-				quorum = 1
-			}
-			if quorum > len(wits) || quorum < 0 {
-				return cli.Usage(cmd, "--quorum %d needs at least that many --witness-key", quorum)
-			}
-			tv := treeVerify{st: ls, witnesses: wits, quorum: quorum}
 			if checkpoints != "" {
 				return a.verifyCheckpoints(cmd, cfg.Catalog, export, checkpoints, pathStyle, opts, asJSON, tv)
 			}
@@ -344,6 +353,7 @@ it; see 'toolwarrant audit key'), else from the log key file.` + exitCodes("the 
 	}
 	c.Flags().StringArrayVar(&witnessKeys, "witness-key", nil, "a witness's verifier `KEY` (cosignature/v1 or Ed25519 note key); repeat for several")
 	c.Flags().IntVar(&quorum, "quorum", 0, "how many of the --witness-key witnesses must have cosigned the newest checkpoint (default 1 when any is given)")
+	c.Flags().StringVar(&policyFile, "policy", "", policyFlagUsage)
 	f.add(c, false)
 	c.Flags().StringVar(&export, "export", "", "verify this export `FILE` (JSON Lines) instead of the catalog")
 	c.Flags().StringVar(&logPub, "log-pub", "", "the log's public key(s), PEM `FILE` (default: from the log key file)")

@@ -85,6 +85,7 @@ apply.`,
 	root.AddCommand(newVerifyGatewayCmd(a))
 	root.AddCommand(a.reviewCmd())
 	root.AddCommand(a.tlogCmd())
+	root.AddCommand(a.witnessCmd())
 	cli.Setup(root, env, cli.VersionInfo{Name: "toolwarrant", Version: d.version, Commit: d.commit})
 	return root
 }

@@ -283,7 +283,7 @@ type anchorResult struct {
 // anchor checks the tree against the last seen checkpoint and the notes of src (nil: none),
 // requires quorum cosignatures from witnesses on the newest one, and, when the log
 // verified (ok), moves the last seen checkpoint forward to the newest.
-func (a *app) anchor(cmd *cobra.Command, st *logState, t *audit.Tree, src checkpoint.Source, witnesses []note.Verifier, quorum int, ok bool) (anchorResult, error) {
+func (a *app) anchor(cmd *cobra.Command, st *logState, t *audit.Tree, src checkpoint.Source, witnesses []note.Verifier, quorum int, policy *checkpoint.Policy, ok bool) (anchorResult, error) {
 	var res anchorResult
 	if st.vkey == "" {
 		if src != nil {
@@ -323,7 +323,17 @@ func (a *app) anchor(cmd *cobra.Command, st *logState, t *audit.Tree, src checkp
 		res.checked = append(res.checked, notes...)
 	}
 	res.problems = checkpoint.CheckTree(t, res.checked)
-	if len(witnesses) > 0 {
+	if policy != nil {
+		// --policy: the policy's quorum (k of n, in groups) on the newest checkpoint.
+		if len(res.checked) == 0 && policy.Quorum != checkpoint.QuorumNone {
+			res.problems = append(res.problems, audit.Problem{Seq: t.Size(), Reason: "no checkpoint note to check the policy's quorum on"})
+		} else if len(res.checked) > 0 {
+			newest := newestOf(res.checked)
+			if err := policy.Check(newest.Note); err != nil {
+				res.problems = append(res.problems, audit.Problem{Seq: newest.Size, Reason: fmt.Sprintf("%s is %v", newest, err)})
+			}
+		}
+	} else if len(witnesses) > 0 {
 		if len(res.checked) == 0 {
 			res.problems = append(res.problems, audit.Problem{Seq: t.Size(), Reason: "no checkpoint note to check the witnesses' cosignatures on"})
 		} else {
@@ -512,12 +522,13 @@ type treeVerify struct {
 	st        *logState
 	witnesses []note.Verifier
 	quorum    int
+	policy    *checkpoint.Policy // --policy: its quorum instead of quorum
 }
 
 // anchorReport adds the checkpoint-note checks to rep and says on stderr what the log
 // was anchored on.
 func (a *app) anchorReport(cmd *cobra.Command, tv treeVerify, t *audit.Tree, src checkpoint.Source, rep audit.Report, asJSON bool) (audit.Report, error) {
-	res, err := a.anchor(cmd, tv.st, t, src, tv.witnesses, tv.quorum, rep.OK())
+	res, err := a.anchor(cmd, tv.st, t, src, tv.witnesses, tv.quorum, tv.policy, rep.OK())
 	if err != nil {
 		return rep, err
 	}

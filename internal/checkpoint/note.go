@@ -136,6 +136,9 @@ type Note struct {
 	Bytes []byte
 	// Witnesses names the witness keys (of those given) whose cosignatures verified.
 	Witnesses []string
+	// Cosigners are those keys' verifiers (of those given, in the same order), so a
+	// caller holding several keys of one name tells them apart.
+	Cosigners []note.Verifier
 }
 
 // ParseText parses a checkpoint's note text: origin, size, base64 root hash, and no
@@ -190,6 +193,8 @@ func OpenNote(b []byte, logKey string, witnesses []note.Verifier) (*Note, error)
 		for _, w := range witnesses {
 			if s.Name == w.Name() && s.Hash == w.KeyHash() {
 				out.Witnesses = append(out.Witnesses, w.Name())
+				out.Cosigners = append(out.Cosigners, w)
+				break // a key given twice still counts once
 			}
 		}
 	}
@@ -245,8 +250,7 @@ func (v *cosigVerifier) Verify(msg, sig []byte) bool {
 	if _, _, _, err := ParseText(string(msg)); err != nil {
 		return false
 	}
-	m := "cosignature/v1\ntime " + strconv.FormatUint(t, 10) + "\n" + string(msg)
-	return ed25519.Verify(v.key, []byte(m), sig[8:])
+	return ed25519.Verify(v.key, cosignedMessage(t, msg), sig[8:])
 }
 
 // WitnessVerifier parses a witness's verifier key: a cosignature/v1 key

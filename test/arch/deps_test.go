@@ -62,6 +62,10 @@ func TestDependencyRules(t *testing.T) {
 		{pkgs: []string{"./internal/agentcore"}, banned: []string{"github.com/aws/aws-sdk-go-v2", "github.com/agentgate-dev/agentgate/internal/app",
 			"github.com/agentgate-dev/agentgate/internal/dynamostore"},
 			why: "the interceptor transport translates AgentCore events to enforce.Messages; the catalog and the SDK are wired in internal/app/awsinterceptor"},
+		{pkgs: []string{"./internal/witness"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "database/sql", "google.golang.org/grpc",
+			"github.com/agentgate-dev/agentgate/internal/app", "github.com/agentgate-dev/agentgate/internal/sqlitestore",
+			"github.com/agentgate-dev/agentgate/internal/keysigner", "github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"},
+			why: "the witness is a small service of its own: its state is one file, its key comes through checkpoint.MessageSigner (the key file is wired in cmd/toolwarrant); it links no catalog, store or SDK"},
 		{pkgs: []string{"./internal/review"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/sshsig"},
 			why: "the review page is a transport over a Source: the catalog, the SSH signer and the approvals API client are wired in cmd/toolwarrant"},
 	}
