@@ -54,6 +54,14 @@ lint:
 bench:
 	$(GO) run ./scripts/bench -out bench.json -readme README.md
 
+## bench-scale: the scale benchmark (test/scale; docs/aws.md, "Scale: measured and modelled"): the crawl
+## function, a replica's approvals refresh and the audit log's appends at a stated fraction of 5,000 servers
+## × 40 tools, against moto and a fake fleet on loopback (about 5 min); its figures merged into bench.json,
+## the others kept. Neither make bench nor make test runs it. SCALE_SERVERS, SCALE_SMALL, ... resize it.
+.PHONY: bench-scale
+bench-scale:
+	$(GO) run ./scripts/bench -scale -out bench.json
+
 ## fuzz: each fuzz target for a short while (FUZZTIME, default 20s)
 FUZZTIME ?= 20s
 fuzz:

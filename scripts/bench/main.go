@@ -7,6 +7,10 @@
 //
 //	go run ./scripts/bench                        # run everything, write bench.json
 //	go run ./scripts/bench -from bench.json -readme README.md   # regenerate the table only
+//	go run ./scripts/bench -scale                 # the scale figures only (scale.go), merged into bench.json
+//
+// Writing bench.json keeps the figures of the file that this run did not measure (the
+// scale figures for a plain run, every other for -scale).
 package main
 
 import (
@@ -80,15 +84,23 @@ func main() {
 	from := flag.String("from", "", "read figures from this bench.json instead of running the benchmarks")
 	readme := flag.String("readme", "", "rewrite the table between the bench markers of this file")
 	count := flag.Int("count", 3, "rounds of each go benchmark (the median is quoted)")
+	scale := flag.Bool("scale", false, "run only the scale benchmark (test/scale, `make bench-scale`) and merge its figures into -out")
 	flag.Parse()
 	var figs []Figure
 	var err error
-	if *from != "" {
+	switch {
+	case *from != "":
 		figs, err = load(*from)
-	} else {
+	case *scale:
+		echoBench = true
+		figs, err = runScale()
+		if err == nil {
+			err = writeMerged(*out, figs)
+		}
+	default:
 		figs, err = runAll(*count)
 		if err == nil {
-			err = write(*out, figs)
+			err = writeMerged(*out, figs)
 		}
 	}
 	if err != nil {
@@ -107,6 +119,10 @@ func main() {
 // results maps a benchmark name (without -GOMAXPROCS) to each round's metrics by unit.
 type results map[string][]map[string]float64
 
+// echoBench copies each benchmark's output to stderr (-scale: its logged steps are what
+// docs/aws.md quotes).
+var echoBench bool
+
 func goBench(env []string, args ...string) (results, error) {
 	cmd := exec.Command("go", append([]string{"test", "-run", "^$"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -115,6 +131,9 @@ func goBench(env []string, args ...string) (results, error) {
 	outb, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, outb)
+	}
+	if echoBench {
+		_, _ = os.Stderr.Write(outb)
 	}
 	r := results{}
 	sc := bufio.NewScanner(bytes.NewReader(outb))
@@ -287,6 +306,28 @@ func loadGen() ([]Figure, error) {
 	return figs, nil
 }
 
+// writeMerged writes figs into path, keeping the figures path holds that figs lacks.
+func writeMerged(path string, figs []Figure) error {
+	old, err := load(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	all := merge(old, figs)
+	slices.SortStableFunc(all, func(a, b Figure) int { return rank(a.ID) - rank(b.ID) })
+	return write(path, all)
+}
+
+// rank orders the figures of bench.json: README's, then the scale figures, then any other.
+func rank(id string) int {
+	if i := slices.Index(order, id); i >= 0 {
+		return i
+	}
+	if i := slices.Index(scaleOrder, id); i >= 0 {
+		return len(order) + i
+	}
+	return len(order) + len(scaleOrder)
+}
+
 func write(path string, figs []Figure) error {
 	b, err := json.MarshalIndent(figs, "", "  ")
 	if err != nil {
@@ -343,6 +384,7 @@ func rewriteReadme(path string, figs []Figure) error {
 	if i < 0 || j < i {
 		return fmt.Errorf("%s has no bench markers", path)
 	}
+	figs = slices.DeleteFunc(slices.Clone(figs), isScale) // docs/aws.md quotes those
 	var t strings.Builder
 	t.WriteString(beginMark + "\n\n| figure | what | value | baseline | ratio | goal | command |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range figs {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The scale figures (-scale, `make bench-scale`): test/scale's BenchmarkScale, the crawl
+// function, a replica's refresh and the audit log's appends at a fraction of 5,000 servers
+// × 40 tools against moto on loopback. docs/aws.md ("Scale: measured and modelled") quotes
+// them and models the target from them; they are not in README.md's table.
+const scaleCmd = "go test -run '^$' -bench Scale -benchtime 1x -timeout 30m ./test/scale/"
+
+var scaleOrder = []string{"scale-crawl-servers-per-min", "scale-crawl-wall-s", "scale-crawl-first-wall-s", "scale-crawl-first-reads-per-server",
+	"scale-refresh-reads-per-replica", "scale-log-appends-per-s", "scale-log-appends-1writer-per-s"}
+
+func init() {
+	specs["scale-crawl-servers-per-min"] = spec{"servers the crawl function records per minute, an unchanged crawl of the whole fleet (steady state), in-process handler against moto", "the listing step of the same crawl alone (crawler and fleet), servers/min", scaleCmd}
+	specs["scale-crawl-wall-s"] = spec{"wall time of that unchanged crawl of the whole fleet", "the same crawl of the smaller catalog (SCALE_SMALL servers), s", scaleCmd}
+	specs["scale-crawl-first-wall-s"] = spec{"wall time of the first crawl of the whole fleet (every tool a new version)", "the same of the smaller catalog, s", scaleCmd}
+	specs["scale-crawl-first-reads-per-server"] = spec{"DynamoDB reads per server of that first crawl (it reads every server's index per server with new versions)", "the same of the smaller catalog, reads/server", scaleCmd}
+	specs["scale-refresh-reads-per-replica"] = spec{"DynamoDB reads of one approvals refresh of an ExtMcp replica serving every server of the catalog", "the same on the smaller catalog, reads", scaleCmd}
+	specs["scale-log-appends-per-s"] = spec{"audit log appends per second through the single HEAD item, SCALE_WRITERS concurrent writers (RecordDecisions); the baseline a sequencer must beat by 10×", "the same (this is the baseline), appends/s", scaleCmd}
+	specs["scale-log-appends-1writer-per-s"] = spec{"the same with one writer", "—", scaleCmd}
+}
+
+// runScale runs BenchmarkScale once and returns its figures.
+func runScale() ([]Figure, error) {
+	r, err := goBench(nil, "-bench", "Scale", "-benchtime", "1x", "-timeout", "30m", "./test/scale/")
+	if err != nil {
+		return nil, err
+	}
+	// The sub-benchmarks are Catalog/servers=<small>, Catalog/servers=<n> and Appends/writers=<w>.
+	var catalogs []int
+	appends := ""
+	for name := range r {
+		if v, ok := strings.CutPrefix(name, "BenchmarkScale/Catalog/servers="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("benchmark %s: %v", name, err)
+			}
+			catalogs = append(catalogs, n)
+		}
+		if strings.HasPrefix(name, "BenchmarkScale/Appends/") {
+			appends = name
+		}
+	}
+	slices.Sort(catalogs)
+	if len(catalogs) != 2 || appends == "" {
+		return nil, fmt.Errorf("BenchmarkScale reported %d catalog sizes and appends %q; want 2 sizes (SCALE_SMALL below SCALE_SERVERS) and the appends", len(catalogs), appends)
+	}
+	small, big := "BenchmarkScale/Catalog/servers="+strconv.Itoa(catalogs[0]), "BenchmarkScale/Catalog/servers="+strconv.Itoa(catalogs[1])
+	var errs []error
+	get := func(name, unit string) float64 {
+		v, err := r.median(name, unit)
+		errs = append(errs, err)
+		return v
+	}
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	fig := func(id, unit string, v, base float64, goal string) Figure {
+		return Figure{ID: id, Unit: unit, Value: v, Baseline: base, Ratio: div(v, base), Goal: goal}
+	}
+	perMin, listPerMin := get(big, "unchanged-servers/min"), get(big, "unchanged-list-servers/min")
+	wall, smallWall := get(big, "unchanged-wall-s"), get(small, "unchanged-wall-s")
+	first, smallFirst := get(big, "first-wall-s"), get(small, "first-wall-s")
+	reads, smallReads := get(big, "first-ddb-reads/unit"), get(small, "first-ddb-reads/unit")
+	refresh, smallRefresh := get(big, "refresh-ddb-reads"), get(small, "refresh-ddb-reads")
+	many, one := get(appends, "appendN-appends/s"), get(appends, "append1-appends/s")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	figs := []Figure{
+		fig("scale-crawl-servers-per-min", "servers/min", perMin, listPerMin, ">= 1000 (5,000 in 300 s)"),
+		fig("scale-crawl-wall-s", "s", wall, smallWall, "<= 300 s at 5,000"),
+		fig("scale-crawl-first-wall-s", "s", first, smallFirst, "<= 300 s at 5,000"),
+		fig("scale-crawl-first-reads-per-server", "reads/server", reads, smallReads, "ratio 1 (flat in catalog size)"),
+		fig("scale-refresh-reads-per-replica", "reads", refresh, smallRefresh, "ratio 1 (flat in catalog size)"),
+		{ID: "scale-log-appends-per-s", Unit: "appends/s", Value: many, Baseline: many, Ratio: 1, Goal: "sequencer: >= 10× baseline"},
+		{ID: "scale-log-appends-1writer-per-s", Unit: "appends/s", Value: one, Goal: "—"},
+	}
+	fmt.Fprintf(os.Stderr, "bench: scale run at %d servers (small catalog %d), %s\n", catalogs[1], catalogs[0], strings.TrimPrefix(appends, "BenchmarkScale/Appends/"))
+	return figs, nil
+}
+
+// merge returns old with every figure of add replacing the one of the same ID, or
+// appended: a run of some figures keeps the others of bench.json intact.
+func merge(old, add []Figure) []Figure {
+	out := slices.Clone(old)
+	for _, f := range add {
+		if i := slices.IndexFunc(out, func(o Figure) bool { return o.ID == f.ID }); i >= 0 {
+			out[i] = f
+		} else {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// isScale reports whether a figure is one of -scale's (not in README.md's table).
+func isScale(f Figure) bool { return strings.HasPrefix(f.ID, "scale-") }
