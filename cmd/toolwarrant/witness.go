@@ -232,6 +232,7 @@ is made under the state's lock. SIGTERM or Ctrl-C stops it gracefully.` +
 			if err := witness.Serve(cmd.Context(), ln, h); err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
+			fmt.Fprintln(a.env.Stderr, "toolwarrant: witness stopped")
 			return nil
 		},
 	}
