@@ -25,12 +25,16 @@ func Listen(addr string) (net.Listener, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("--addr %q: %v", addr, err)
 	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(host); ip != nil {
-		loopback = ip.IsLoopback()
-	}
 	ln, err := net.Listen("tcp", addr)
-	return ln, loopback, err
+	return ln, isLoopback(host), err
+}
+
+// isLoopback reports whether host names the loopback interface.
+func isLoopback(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost"
 }
 
 // Serve serves h on ln until ctx is done, then shuts down gracefully: requests in flight

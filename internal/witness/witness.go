@@ -24,6 +24,10 @@ const MaxBodyBytes = 64 << 10
 // maxProofLines is tlog-witness's bound on consistency proof lines.
 const maxProofLines = 63
 
+// MaxTextBytes bounds a checkpoint's text (origin, size, root and extension lines): the
+// state keeps the latest of every log.
+const MaxTextBytes = 8 << 10
+
 // Config configures New.
 type Config struct {
 	// State is the witness's state file. Required.
@@ -216,6 +220,9 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 			return false, refuse(http.StatusForbidden, "the signature of %s does not verify", origin)
 		case err != nil:
 			return false, refuse(http.StatusBadRequest, "the checkpoint is not a signed note: %v", err)
+		}
+		if len(n.Text) > MaxTextBytes {
+			return false, refuse(http.StatusBadRequest, "the checkpoint's text is larger than %d bytes", MaxTextBytes)
 		}
 		o, size, root, err := parseText(n.Text)
 		if err != nil {

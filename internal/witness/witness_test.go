@@ -98,6 +98,16 @@ func (l *testLog) body(t *testing.T, old, size int64) []byte {
 	return b.Bytes()
 }
 
+// noteSigner signs a note of any text with a log's key.
+type noteSigner struct {
+	v note.Verifier
+	k edKey
+}
+
+func (s noteSigner) Name() string                  { return s.v.Name() }
+func (s noteSigner) KeyHash() uint32               { return s.v.KeyHash() }
+func (s noteSigner) Sign(m []byte) ([]byte, error) { return ed25519.Sign(s.k.k, m), nil }
+
 type fixture struct {
 	w     *Witness
 	state *File
@@ -243,6 +253,21 @@ func TestAddCheckpoint(t *testing.T) {
 			t.Errorf("%s: %d, want %d", name, code, want)
 		}
 	}
+	lv7, _ := note.NewVerifier(lg.vkey)
+	root7, _ := lg.tree.Root(7)
+	long, err := note.Sign(&note.Note{Text: lg.origin + "\n7\n" + root7.String() + "\n" + strings.Repeat("extension\n", MaxTextBytes/10)},
+		noteSigner{lv7, lg.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof7, _ := lg.tree.ConsistencyProof(5, 7)
+	longBody := "old 5\n"
+	for _, h := range proof7 {
+		longBody += h.String() + "\n"
+	}
+	if code, _, body := f.post(t, append([]byte(longBody+"\n"), long...)); code != 400 || !strings.Contains(body, "larger than") {
+		t.Errorf("a checkpoint text over MaxTextBytes: %d %q", code, body)
+	}
 	if code, _, _ := f.post(t, append(lg.body(t, 5, 7), bytes.Repeat([]byte("x"), MaxBodyBytes)...)); code != 413 {
 		t.Errorf("an oversized body: %d", code)
 	}
@@ -355,6 +380,24 @@ func TestOneWinnerPerSize(t *testing.T) {
 	}
 	if won != 1 {
 		t.Errorf("%d submissions from size 4 were cosigned, want 1 (%v)", won, codes)
+	}
+}
+
+// TestListen: loopback is said to be loopback, anything else is not (only loopback is
+// listened on here).
+func TestListen(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "0.0.0.0": false, "192.0.2.7": false, "": false, "example.com": false} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+	ln, loopback, err := Listen("127.0.0.1:0")
+	if err != nil || !loopback {
+		t.Fatalf("Listen: %v %v", loopback, err)
+	}
+	ln.Close()
+	if _, _, err := Listen("no-port"); err == nil {
+		t.Error("an address without a port was accepted")
 	}
 }
 
