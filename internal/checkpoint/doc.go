@@ -18,7 +18,9 @@
 // Since issue 18 the checkpoint of record is the C2SP one: checkpoints/<size>.note, a signed
 // note (c2sp.org/tlog-checkpoint) of the audit tree's origin, size and RFC 6962 root,
 // signed by the Ed25519 checkpoint key ([SignNote], [OpenNote], [MessageSigner]), with
-// witness cosignatures in <size>.cosig ([Witness], [Cosign]). [CheckTree] checks a log's
+// witness cosignatures in <size>.cosig ([Witness], [Cosign]; a witness's own signer is
+// [Cosigner], cosignature/v1, and [WitnessVerifier] checks one). [Policy] is a verifier's
+// c2sp.org/tlog-policy file: the log's key, witnesses and a k-of-n quorum. [CheckTree] checks a log's
 // tree against notes; [Seen] keeps the last checkpoint a verifier has seen, outside the
 // catalog. The JSON heads stay for compatibility. See docs/transparency-log.md. The
 // package is pure: the standard library, canon, audit, warrant's types, the signer and

@@ -141,3 +141,22 @@ func TestPolicyRefused(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsePolicy: no panics; a policy that parses has a quorum that is defined, and
+// Satisfied never panics on it.
+func FuzzParsePolicy(f *testing.F) {
+	f.Add("quorum none\n")
+	f.Add("witness A w.example/a+00000000+BAAA\ngroup g any A\nquorum g\n")
+	f.Add("log example.com/log+1234abcd+AQ==\n\tgroup  g 2 A B\n# c\nquorum g")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := checkpoint.ParsePolicy([]byte(s))
+		if err != nil {
+			if !errors.Is(err, checkpoint.ErrPolicy) {
+				t.Fatalf("an error that is not ErrPolicy: %v", err)
+			}
+			return
+		}
+		_ = p.Satisfied(nil)
+		_ = p.Describe(p.Quorum)
+	})
+}
