@@ -67,7 +67,7 @@ func runScale() ([]Figure, error) {
 		return a / b
 	}
 	fig := func(id, unit string, v, base float64, goal string) Figure {
-		return Figure{ID: id, Unit: unit, Value: v, Baseline: base, Ratio: div(v, base), Goal: goal}
+		return Figure{ID: id, Unit: unit, Value: v, Baseline: base, Ratio: round4(div(v, base)), Goal: goal}
 	}
 	perMin, listPerMin := get(big, "unchanged-servers/min"), get(big, "unchanged-list-servers/min")
 	wall, smallWall := get(big, "unchanged-wall-s"), get(small, "unchanged-wall-s")
@@ -89,6 +89,12 @@ func runScale() ([]Figure, error) {
 	}
 	fmt.Fprintf(os.Stderr, "bench: scale run at %d servers (small catalog %d), %s\n", catalogs[1], catalogs[0], strings.TrimPrefix(appends, "BenchmarkScale/Appends/"))
 	return figs, nil
+}
+
+// round4 rounds to 4 significant digits, as the benchmarks print their metrics.
+func round4(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	return r
 }
 
 // merge returns old with every figure of add replacing the one of the same ID, or
