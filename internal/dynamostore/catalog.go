@@ -268,6 +268,7 @@ func serverOf(item map[string]types.AttributeValue) warrant.Server {
 	if len(s.Headers) == 0 {
 		s.Headers = nil
 	}
+	s.Package = pinOf(item)
 	return s
 }
 

@@ -95,6 +95,8 @@ type Catalog struct {
 	// v1 is the derived state of a schema version 1 catalog opened read-only, derived
 	// once at open; nil otherwise (the state is in the file).
 	v1 *derived
+	// pins says the package pins table is there (catalog_packages.go).
+	pins bool
 }
 
 // OpenCatalog opens (or, with Create, creates) the catalog at cfg.Path.
@@ -158,6 +160,9 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		} else {
 			c.v1, err = deriveFromHistory(ctx, c.r)
 		}
+	}
+	if err == nil {
+		err = c.openPackages(ctx)
 	}
 	if err != nil {
 		c.Close()
@@ -442,7 +447,12 @@ func (c *Catalog) Server(ctx context.Context, name string) (warrant.Server, erro
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, fmt.Errorf("server %q: %w", name, warrant.ErrNotFound)
 	}
-	return s, cwrap("read server "+name, err)
+	if err != nil {
+		return s, cwrap("read server "+name, err)
+	}
+	pins, err := c.newestPins(ctx, c.r, name)
+	s.Package = pins[name]
+	return s, cwrap("read the package pin of "+name, err)
 }
 
 // Servers implements warrant.Catalog.
@@ -460,7 +470,17 @@ func (c *Catalog) Servers(ctx context.Context) ([]warrant.Server, error) {
 		}
 		out = append(out, s)
 	}
-	return out, cwrap("list servers", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, cwrap("list servers", err)
+	}
+	pins, err := c.newestPins(ctx, c.r, "")
+	if err != nil {
+		return nil, cwrap("list package pins", err)
+	}
+	for i := range out {
+		out[i].Package = pins[out[i].Name]
+	}
+	return out, nil
 }
 
 // RecordCrawl implements warrant.Catalog.

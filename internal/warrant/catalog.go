@@ -30,6 +30,12 @@ type Catalog interface {
 	// Servers returns every server, sorted by name.
 	Servers(ctx context.Context) ([]Server, error)
 
+	// PinPackage stores a pin of a server's package (p is valid), if and only if p.Seq is
+	// the server's newest pin's Seq+1, or 1 when it has none (ErrConflict otherwise;
+	// ErrNotFound for an unknown server). Pins are never updated or deleted; Server and
+	// Servers return the newest as Server.Package.
+	PinPackage(ctx context.Context, p PackagePin, a AuditAppend) error
+
 	// RecordCrawl stores one crawl of one server, if and only if r.Crawl.Seq is the
 	// server's LastCrawl+1 (ErrConflict otherwise; ErrNotFound for an unknown server), and
 	// advances LastCrawl. In the same transaction it stores r.Versions, put-if-absent: a

@@ -68,6 +68,9 @@ type CrawlRequest struct {
 	Headers HeaderResolver
 	// Lister lists the servers. Required.
 	Lister Lister
+	// Packages checks the package of each server that has a pin before it is listed. A
+	// pinned server is refused (StagePackage) when it is nil: it cannot be checked.
+	Packages PackageChecker
 }
 
 // CrawlStage is the step of a crawl run at which a server failed.
@@ -79,6 +82,9 @@ const (
 	StageSelect CrawlStage = "select"
 	// StageHeaders: a header value could not be resolved; the server was not listed.
 	StageHeaders CrawlStage = "headers"
+	// StagePackage: the server's package is not what was pinned (a *PackageDriftError),
+	// or could not be checked; the server was not listed.
+	StagePackage CrawlStage = "package"
 	// StageList: the server could not be listed (unreachable, refused by the address
 	// policy, not speaking MCP, too large, too slow).
 	StageList CrawlStage = "list"
@@ -105,7 +111,7 @@ type CrawlOutcome struct {
 // Listed reports whether the run tried to list the server (it was in the catalog and its
 // headers resolved).
 func (o CrawlOutcome) Listed() bool {
-	return o.Failed != StageSelect && o.Failed != StageHeaders
+	return o.Failed != StageSelect && o.Failed != StageHeaders && o.Failed != StagePackage
 }
 
 // UnknownServerError is a server name a crawl run was asked for that is not in the
@@ -121,7 +127,8 @@ func (e *UnknownServerError) Error() string {
 func (e *UnknownServerError) Unwrap() error { return ErrNotFound }
 
 // Crawl runs one crawl, the same from the CLI and the crawl function: it selects the
-// servers (req.Servers, else all), resolves each one's headers, lists them all through
+// servers (req.Servers, else all), resolves each one's headers, checks the package of
+// each pinned one (req.Packages), lists them all through
 // req.Lister, and records each listing with Ingest, one server after the other. It
 // returns one outcome per server, sorted by server (stable). A server that fails at any
 // step is its own outcome and the others go on: one unreachable upstream must not hide
@@ -157,6 +164,16 @@ func (s *Service) Crawl(ctx context.Context, req CrawlRequest) ([]CrawlOutcome, 
 		if err != nil {
 			out = append(out, CrawlOutcome{Server: srv.Name, Failed: StageHeaders, Err: err})
 			continue
+		}
+		if pin := srv.Package; pin != nil {
+			err := fmt.Errorf("server %q has a package pin and this crawl cannot check it", srv.Name)
+			if req.Packages != nil {
+				err = req.Packages.CheckPackage(ctx, srv, *pin)
+			}
+			if err != nil {
+				out = append(out, CrawlOutcome{Server: srv.Name, Failed: StagePackage, Err: err})
+				continue
+			}
 		}
 		targets = append(targets, CrawlTarget{Server: srv, Headers: h})
 	}

@@ -36,6 +36,9 @@ type Server struct {
 	// complete listing by the crawler), 0 before the first; gateway records never move it.
 	// The store maintains it; it is ignored by AddServer.
 	LastSourceCrawl int64
+	// Package is the newest pin of what the server runs from, nil when it has none
+	// (PinPackage). The store maintains it; it is ignored by AddServer.
+	Package *PackagePin `json:",omitempty"`
 }
 
 // HeaderRef is one per-server HTTP header and where its value comes from: exactly one of

@@ -38,6 +38,8 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("InvalidRecordsRefusedWhole", func(t *testing.T) { testInvalidWhole(t, newCatalog(t)) })
 	t.Run("RejectLeavesApprover", func(t *testing.T) { testRejectLeavesApprover(t, newCatalog(t)) })
 	t.Run("Catalog1Reads", func(t *testing.T) { testCatalog1(t, newCatalog(t)) })
+	t.Run("PackagePins", func(t *testing.T) { testPackagePins(t, newCatalog(t)) })
+	t.Run("CrawlChecksPackage", func(t *testing.T) { testCrawlChecksPackage(t, newCatalog(t)) })
 }
 
 // testCatalog1: the history of the upgrade fixtures, written by this driver, reads as the
