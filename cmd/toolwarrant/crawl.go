@@ -93,7 +93,8 @@ the server sends (32 MiB). A server over a bound is not recorded; the others are
 				}
 			}
 			outcomes, err := svc.Crawl(ctx, warrant.CrawlRequest{Servers: args, RefuseUnknown: true,
-				Headers: config.HeaderResolver(a.env.Getenv, nil), Lister: crawler.Lister{Config: ccfg}})
+				Headers: config.HeaderResolver(a.env.Getenv, nil), Lister: crawler.Lister{Config: ccfg},
+				Packages: crawler.PackageChecker(ccfg, a.pkgConfig(cfg))})
 			var unknown *warrant.UnknownServerError
 			switch {
 			case errors.As(err, &unknown):

@@ -20,13 +20,13 @@ import (
 func (a *app) serverCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "server",
-		Short:   "Add and list the upstream MCP servers in the catalog",
-		Long:    "Add and list the upstream MCP servers in the catalog." + exitCodes("success", ""),
-		Example: "  toolwarrant server add weather https://weather.example.com/mcp\n  toolwarrant server list",
+		Short:   "Add, pin and list the upstream MCP servers in the catalog",
+		Long:    "Add, pin and list the upstream MCP servers in the catalog." + exitCodes("success", ""),
+		Example: "  toolwarrant server add weather https://weather.example.com/mcp\n  toolwarrant server pin weather tls\n  toolwarrant server list",
 		Args:    cli.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	c.AddCommand(a.serverAddCmd(), a.serverListCmd())
+	c.AddCommand(a.serverAddCmd(), a.serverListCmd(), a.serverPinCmd())
 	return c
 }
 
@@ -117,6 +117,8 @@ type serverJSON struct {
 	AddedAt      time.Time           `json:"addedAt"`
 	AddedBy      string              `json:"addedBy"`
 	LastCrawl    int64               `json:"lastCrawl"`
+	// Package is the newest package pin (server pin); null when none.
+	Package *pinJSON `json:"package"`
 }
 
 func (a *app) serverListCmd() *cobra.Command {
@@ -146,7 +148,7 @@ func (a *app) serverListCmd() *cobra.Command {
 					if h == nil {
 						h = []warrant.HeaderRef{}
 					}
-					out.Servers = append(out.Servers, serverJSON{s.Name, s.URL, s.AllowPrivate, h, s.AddedAt, s.AddedBy, s.LastCrawl})
+					out.Servers = append(out.Servers, serverJSON{s.Name, s.URL, s.AllowPrivate, h, s.AddedAt, s.AddedBy, s.LastCrawl, pinOut(s.Package)})
 				}
 				return writeJSON(a.env.Stdout, out)
 			}
@@ -155,7 +157,7 @@ func (a *app) serverListCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVER\tURL\tPRIVATE\tHEADERS\tCRAWLS")
+			fmt.Fprintln(tw, "SERVER\tURL\tPRIVATE\tHEADERS\tCRAWLS\tPACKAGE")
 			for _, s := range servers {
 				var hs []string
 				for _, h := range s.Headers {
@@ -173,7 +175,7 @@ func (a *app) serverListCmd() *cobra.Command {
 				if s.AllowPrivate {
 					private = "allowed"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Name, s.URL, private, headers, s.LastCrawl)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.URL, private, headers, s.LastCrawl, pinSummary(s.Package))
 			}
 			return tw.Flush()
 		},

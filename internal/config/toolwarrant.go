@@ -76,6 +76,12 @@ type Toolwarrant struct {
 	// audit tree to as static c2sp.org/tlog-tiles after each checkpoint (and the default
 	// --out of `tlog tiles`). Default "": no tiles.
 	TilesDir string
+	// NPMRegistry is TOOLWARRANT_NPM_REGISTRY, the npm registry that `server pin` and the
+	// crawl resolve npm package pins against. Default "": https://registry.npmjs.org/.
+	NPMRegistry string
+	// PyPIIndex is TOOLWARRANT_PYPI_INDEX, the PyPI-compatible index (its JSON API) of
+	// PyPI package pins. Default "": https://pypi.org.
+	PyPIIndex string
 }
 
 // LogValue logs the effective configuration (it holds no secret).
@@ -84,7 +90,7 @@ func (c Toolwarrant) LogValue() slog.Value {
 		slog.Int("crawl_concurrency", c.CrawlConcurrency), slog.Duration("crawl_timeout", c.CrawlTimeout),
 		slog.Int64("crawl_max_response_bytes", c.CrawlMaxResponseBytes), slog.Int64("crawl_max_listing_bytes", c.CrawlMaxListingBytes),
 		slog.Int64("crawl_max_server_bytes", c.CrawlMaxServerBytes), slog.String("catalog_blob_bucket", c.CatalogBlobBucket), slog.String("remote", c.Remote),
-		slog.String("tiles_dir", c.TilesDir))
+		slog.String("tiles_dir", c.TilesDir), slog.String("npm_registry", c.NPMRegistry), slog.String("pypi_index", c.PyPIIndex))
 }
 
 // LoadToolwarrant reads the toolwarrant configuration through getenv and reports every
@@ -100,6 +106,16 @@ func LoadToolwarrant(getenv func(string) string) (Toolwarrant, error) {
 	c.LogKey = strings.TrimSpace(getenv("TOOLWARRANT_LOG_KEY"))
 	c.Remote = strings.TrimSpace(getenv("TOOLWARRANT_REMOTE"))
 	c.TilesDir = strings.TrimSpace(getenv("TOOLWARRANT_TILES_DIR"))
+	for _, r := range []struct {
+		name string
+		dst  *string
+	}{{"TOOLWARRANT_NPM_REGISTRY", &c.NPMRegistry}, {"TOOLWARRANT_PYPI_INDEX", &c.PyPIIndex}} {
+		v := strings.TrimSpace(getenv(r.name))
+		if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			errs = append(errs, fmt.Errorf("%s=%q must be an http:// or https:// URL", r.name, v))
+		}
+		*r.dst = v
+	}
 	if strings.Contains(c.TilesDir, "://") {
 		errs = append(errs, fmt.Errorf("TOOLWARRANT_TILES_DIR=%q must be a directory (publish to S3 with 'toolwarrant tlog tiles --out s3://BUCKET/PREFIX', or TOOLWARRANT_TILES_BUCKET on the checkpoint function)", c.TilesDir))
 	}

@@ -204,6 +204,15 @@ func statusError(what string, code int) error {
 // its TLS leaf certificate's SubjectPublicKeyInfo, after verifying the chain (Config.TLSRoots
 // or the system roots) for the URL's host.
 func (r *Resolver) SPKI(ctx context.Context, rawURL string) (string, error) {
+	return r.SPKIVia(ctx, rawURL, nil)
+}
+
+// DialFunc connects to a network address, such as netguard.Guard.DialContext.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// SPKIVia is SPKI with the TCP connection made by dial (nil: a plain dialer): the crawl
+// checks a catalog server's TLS key through the same address policy as its listing.
+func (r *Resolver) SPKIVia(ctx context.Context, rawURL string, dial DialFunc) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "https" {
 		return "", fmt.Errorf("%s: %w: a TLS key can be pinned only for an https URL", rawURL, ErrInvalid)
@@ -214,13 +223,19 @@ func (r *Resolver) SPKI(ctx context.Context, rawURL string) (string, error) {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "443")
 	}
-	d := tls.Dialer{Config: &tls.Config{ServerName: u.Hostname(), RootCAs: r.cfg.TLSRoots, MinVersion: tls.VersionTLS12}}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w: %v", u.Scheme+"://"+u.Host, ErrUnavailable, netReason(ctx, err, r.cfg.Timeout))
 	}
+	conn := tls.Client(raw, &tls.Config{ServerName: u.Hostname(), RootCAs: r.cfg.TLSRoots, MinVersion: tls.VersionTLS12})
 	defer conn.Close()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return "", fmt.Errorf("%s: %w: %v", u.Scheme+"://"+u.Host, ErrUnavailable, netReason(ctx, err, r.cfg.Timeout))
+	}
+	certs := conn.ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		return "", fmt.Errorf("%s: %w: no certificate", u.Host, ErrInvalid)
 	}

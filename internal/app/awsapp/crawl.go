@@ -10,6 +10,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/crawler"
 	"github.com/agentgate-dev/agentgate/internal/emf"
+	"github.com/agentgate-dev/agentgate/internal/pkgid"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -116,7 +117,8 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 			cc.Logger = log
 		}
 		outcomes, err := d.Warrant.Service.Crawl(ctx, warrant.CrawlRequest{Servers: want, Headers: config.HeaderResolver(d.Getenv, secrets),
-			Lister: crawler.Lister{Config: cc, DeadlineMargin: d.Config.DeadlineMargin}})
+			Lister:   crawler.Lister{Config: cc, DeadlineMargin: d.Config.DeadlineMargin},
+			Packages: crawler.PackageChecker(cc, pkgid.Config{NPMRegistry: d.Bounds.NPMRegistry, PyPIIndex: d.Bounds.PyPIIndex, Timeout: d.Bounds.CrawlTimeout})})
 		if err != nil {
 			return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
 		}
