@@ -1,6 +1,7 @@
 package review
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/findings"
+	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -228,6 +230,34 @@ type Card struct {
 	Decidable bool
 	// Rollback are the earlier approved digests the tool may be rolled back to.
 	Rollback []warrant.Digest
+	// Package is the server's package pin (toolwarrant server pin); nil when none.
+	Package *PackageView
+}
+
+// PackageView is a server's package pin as the page shows it.
+type PackageView struct {
+	// Spec is what was pinned (npm:NAME@VERSION, tls, ...); Content what pins it by content
+	// (npm's integrity, the image digest, the TLS key's SPKI; "" for PyPI's file list).
+	Spec    Text
+	Content string
+	Seq     int64
+	By      Text
+	At      string
+}
+
+func packageView(p *warrant.PackagePin) *PackageView {
+	if p == nil {
+		return nil
+	}
+	v := &PackageView{Spec: textOf(p.Spec), Seq: p.Seq, By: textOf(p.PinnedBy), At: p.PinnedAt.UTC().Format("2006-01-02 15:04 UTC")}
+	var pkg lockfile.Package
+	if json.Unmarshal(p.Identity, &pkg) == nil {
+		v.Content = cmp.Or(pkg.Integrity, pkg.Digest, pkg.SPKI)
+		if v.Content == "" && len(pkg.Files) > 0 {
+			v.Content = fmt.Sprintf("%d files by sha256", len(pkg.Files))
+		}
+	}
+	return v
 }
 
 // FirstSightView is one first-sight finding.
@@ -431,7 +461,8 @@ func build(s snapshot) *Page {
 func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Card {
 	look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
 	c := Card{ID: cardID(r.Server, r.Tool), Server: textOf(r.Server), Tool: nameText(r.Tool, look), ServerArg: arg(r.Server), ToolArg: arg(r.Tool),
-		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, Risk: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback}
+		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, Risk: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback,
+		Package: packageView(r.Package)}
 	for _, ru := range r.Rules {
 		c.Rules = append(c.Rules, string(ru))
 	}

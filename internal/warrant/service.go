@@ -406,6 +406,8 @@ type ToolRow struct {
 	Versions int `json:"versions"`
 	// Inspection details Flags.
 	Inspection Inspection `json:"inspection"`
+	// Package is the server's newest package pin (PinPackage); absent when it has none.
+	Package *PackagePin `json:"package,omitempty"`
 }
 
 // List returns one row per tool, sorted by server then tool; pendingOnly keeps the rows
@@ -416,13 +418,23 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 		return nil, err
 	}
 	names := namesOf(tools)
+	pins := map[string]*PackagePin{}
+	if len(tools) > 0 {
+		servers, err := s.cat.Servers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, srv := range servers {
+			pins[srv.Name] = srv.Package
+		}
+	}
 	rows := make([]ToolRow, 0, len(tools))
 	for _, t := range tools {
 		if pendingOnly && !t.Pending() {
 			continue
 		}
 		r := ToolRow{Server: t.Server, Tool: t.Tool, State: t.State(), Approved: t.Approved, Pending: t.Pending(),
-			Refused: t.Refused, Versions: t.Versions, Rules: []Rule{}, Flags: []string{}}
+			Refused: t.Refused, Versions: t.Versions, Rules: []Rule{}, Flags: []string{}, Package: pins[t.Server]}
 		if t.Listed() {
 			r.Current = t.Current
 			if t.Current != "" || t.Refused != "" {
