@@ -51,8 +51,12 @@ const (
 	pPossess = `\b(?:your|the user'?s|user'?s|their|all|any|every|stored|saved|local)\b`
 
 	// Somewhere outside the conversation: a URL, an email address, a phone number, an IP
-	// address, a webhook or a collector service, a domain name.
-	pDest = `\bhttps?://[^\s"'<>)\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+\d[\d ().-]{6,}\d|\bwebhooks?\b|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|` +
+	// address, a webhook or a collector service, a domain name. pDestFixed leaves out the
+	// bare word "webhook": alone it names no one ("can send webhook notifications").
+	pDest      = pDestAddr + `\bwebhooks?\b|` + pDestRest
+	pDestFixed = pDestAddr + pDestRest
+	pDestAddr  = `\bhttps?://[^\s"'<>)\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+\d[\d ().-]{6,}\d|`
+	pDestRest  = `\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|` +
 		`\b(?:ngrok|pastebin|requestbin|pipedream|burpcollaborator|interactsh)\b|\bwebhook\.site\b|` +
 		`\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|dev|example|xyz|ru|cn|app|site|online|top|info|biz|me|co|ai|cc|tk|club)\b`
 	// A parameter named in words: "as the note parameter", "as 'sidenote'", "in this field".
@@ -289,6 +293,35 @@ func (a anyOf) find(sc *scanner, seg string) (int, int, string, bool) {
 	return bs, be, bn, best >= 0
 }
 
+// unnegated matches the leftmost match of its pattern that is not negated: not right
+// after "do not", "never", "don't", "avoid", "without" and the like ("Do not include any
+// API keys" asks for no secret). Only the words just before the verb count, so "never
+// forget to include your API key" still matches "include".
+type unnegated struct{ rx }
+
+// negated matches a negation that ends where the phrase after it starts; it is applied to
+// at most negationWindow bytes before the phrase.
+var negated = regexp.MustCompile(`(?:\bnot|\bnever|n't|n’t|\bdont|\bavoid|\brefrain from|\bwithout)(?: ever)? $`)
+
+const negationWindow = 24
+
+func (u unnegated) find(sc *scanner, seg string) (int, int, string, bool) {
+	if u.bit != 0 && sc.mask&u.bit == 0 {
+		return 0, 0, "", false
+	}
+	for _, m := range u.re.FindAllStringIndex(seg, -1) {
+		if !negated.MatchString(seg[max(0, m[0]-negationWindow):m[0]]) {
+			return m[0], m[1], "", true
+		}
+	}
+	return 0, 0, "", false
+}
+
+// after matches its part only after the end of the clause's previous part: "if the user
+// asks …, include …" is a rule for what the user says; "to include in the results, if
+// the user asks …, set this to …" is about this tool's own argument. match applies it.
+type after struct{ part }
+
 // paramRef matches one of the target's own property names after "as", "in", "into",
 // "to", "the" or "field": "pass its content as sidenote".
 type paramRef struct{}
@@ -383,6 +416,8 @@ const (
 	whyExfil  = "data the user did not choose to share leaves with the call"
 	whyShadow = "one server's text steering other tools is how a malicious server hijacks a trusted one"
 	whyHide   = "the user can no longer judge what is done on their behalf"
+
+	whyTrigger = "sets a rule for what the user says rather than for this tool's own call ({0} … {1}): read what it asks"
 )
 
 // clauses are every rule's patterns, most severe first within each rule: the first
@@ -397,7 +432,7 @@ var clauses = []clause{
 		why: "a name that asks for a key or credential file ({1} … {0}): the model fills a parameter in with what its name says, and " + whySecret},
 	{rule: RuleSecretAccess, sev: warrant.Critical, parts: []part{secretNoun, acquire, moveImp},
 		why: "tells the model to take a secret and pass it on ({1} … {0} … {2}): " + whySecret},
-	{rule: RuleSecretAccess, sev: warrant.Warning, parts: []part{secretNoun, transferAny, possess},
+	{rule: RuleSecretAccess, sev: warrant.Warning, parts: []part{secretNoun, unnegated{transferAny}, possess},
 		why: "asks the model to put a secret into the call ({1} … {2} … {0}): secrets in arguments reach the server and its logs; confirm the tool needs them"},
 	{rule: RuleSecretAccess, sev: warrant.Warning, parts: []part{secretPath},
 		why: "names a key, credential or client configuration location ({0}): confirm the tool needs it"},
@@ -413,7 +448,7 @@ var clauses = []clause{
 		why: "tells the model to send to a fixed destination, as a standing rule ({0} … {1} … {2}): someone outside the user's request receives the data"},
 	{rule: RuleExfiltration, sev: warrant.Warning, parts: []part{sensitive, moveImp},
 		why: "asks the model to pass private data on ({1} … {0}): confirm the tool needs it, since " + whyExfil},
-	{rule: RuleExfiltration, sev: warrant.Warning, parts: []part{sendAny, dest},
+	{rule: RuleExfiltration, sev: warrant.Warning, parts: []part{sendAny, re(pDestFixed)},
 		why: "speaks of sending to a fixed destination ({0} … {1}): confirm it is the tool's own service"},
 
 	// (c) Other tools and servers.
@@ -434,8 +469,10 @@ var clauses = []clause{
 		why: "rewrites the arguments of calls the user asked for ({0}): " + whyShadow},
 	{rule: RuleCrossTool, sev: warrant.Critical, parts: []part{trigger, re(pInsist), anyOf{sendAny, re(pBcc), re(`\b(?:other|another) tools?\b|\btools?\b`)}},
 		why: "sets a standing rule for what the user asks ({0} … {1} … {2}): " + whyShadow},
-	{rule: RuleCrossTool, sev: warrant.Warning, parts: []part{trigger, anyOf{re(pInsist), moveImp, sendAny}},
-		why: "sets a rule for what the user says rather than for this tool's own call ({0} … {1}): read what it asks"},
+	{rule: RuleCrossTool, sev: warrant.Warning, parts: []part{trigger, anyOf{re(pInsist), sendAny}},
+		why: whyTrigger},
+	{rule: RuleCrossTool, sev: warrant.Warning, parts: []part{trigger, after{moveImp}},
+		why: whyTrigger},
 	{rule: RuleCrossTool, sev: warrant.Warning, parts: []part{re(pOtherServer)},
 		why: "speaks of other servers or tools ({0}): read what it asks of them"},
 
@@ -497,11 +534,21 @@ func (sc *scanner) match(c *clause, p prepared, at int, seg string) (clauseHit, 
 	m := clauseHit{Finding: Finding{Rule: c.rule, Severity: c.sev}, start: len(seg)}
 	phrases := make([]string, len(c.parts))
 	why := c.why
+	prev := 0 // the end of the previous part's match
 	for i, pt := range c.parts {
-		s, e, name, ok := pt.find(sc, seg)
+		var s, e int
+		var name string
+		var ok bool
+		if a, isAfter := pt.(after); isAfter {
+			s, e, name, ok = a.find(sc, seg[prev:])
+			s, e = s+prev, e+prev
+		} else {
+			s, e, name, ok = pt.find(sc, seg)
+		}
 		if !ok {
 			return clauseHit{}, false
 		}
+		prev = e
 		if i == 0 && c.named {
 			switch n := strings.ToLower(name); {
 			case n == "" || n == "this" || n == "that" || n == "same" || n == "other" || n == "any" || n == "every" || n == "each" || n == "a" || n == "an" || n == "the":
