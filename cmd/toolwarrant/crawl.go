@@ -135,7 +135,7 @@ the server sends (32 MiB). A server over a bound is not recorded; the others are
 				for _, nv := range res.New {
 					r.NewVersions = append(r.NewVersions, newVersionJSON{Tool: nv.Tool, Digest: nv.Digest, Baseline: nv.Baseline,
 						Grade: nv.Drift.Grade, Rules: orEmpty(nv.Drift.Rules()), Flags: orEmpty(nv.Inspection.Flags()),
-						Findings: a.firstSight(cmd.Context(), svc, o.Server, nv, siblings)})
+						Findings: a.firstSight(cmd.Context(), cat, o.Server, nv, siblings)})
 				}
 				for _, e := range res.Refused {
 					r.Refused = append(r.Refused, refusedToolJSON{Tool: e.Tool, Index: e.Index, Offset: e.Offset, Reason: e.Reason})
@@ -186,15 +186,20 @@ func (a *app) toolNames(ctx context.Context, svc *warrant.Service, server string
 
 // firstSight returns the findings nv's definition has and its baseline had not. A version
 // that cannot be read back is reported as a finding, never silently skipped.
-func (a *app) firstSight(ctx context.Context, svc *warrant.Service, server string, nv warrant.NewVersion, siblings []string) []findings.Finding {
-	dv, err := svc.Diff(ctx, server, nv.Tool, string(nv.Baseline), string(nv.Digest))
+//
+// It reads the two versions alone (one keyed read each), never the catalog's state: a first
+// crawl of a server of thousands of tools scans each of them once.
+func (a *app) firstSight(ctx context.Context, cat warrant.Catalog, server string, nv warrant.NewVersion, siblings []string) []findings.Finding {
 	var before []byte
-	if nv.Baseline != "" {
-		before = dv.FromVersion.Canonical
+	to, err := cat.Version(ctx, server, nv.Tool, nv.Digest)
+	if err == nil && nv.Baseline != "" {
+		var from warrant.Version
+		from, err = cat.Version(ctx, server, nv.Tool, nv.Baseline)
+		before = from.Canonical
 	}
 	var fs []findings.Finding
 	if err == nil {
-		fs, err = findings.Introduced(warrant.KindTool, before, dv.ToVersion.Canonical, siblings)
+		fs, err = findings.Introduced(warrant.KindTool, before, to.Canonical, siblings)
 	}
 	if err != nil {
 		return []findings.Finding{{Rule: findings.RuleUnscanned, Severity: warrant.Warning, Pointer: "",

@@ -91,9 +91,21 @@ func (s *Service) ObserveGateway(ctx context.Context, server string, at time.Tim
 		}
 		seq := srv.LastCrawl + 1
 		rec = CrawlRecord{Crawl: Crawl{Server: server, Seq: seq, Source: SourceGateway, StartedAt: at, FinishedAt: at, By: by, Observations: fresh}}
-		return []Event{{Type: EventCrawlObserved, Actor: by, At: at, Body: mustJSON(map[string]any{
+		return observedEvents(by, at, map[string]any{
 			"server": server, "crawl": seq, "source": SourceGateway, "startedAt": at.Format(time.RFC3339Nano),
-			"finishedAt": at.Format(time.RFC3339Nano), "observations": observationsJSON(fresh), "drift": drift})}}, nil
+			"finishedAt": at.Format(time.RFC3339Nano)}, fresh, func(part []Observation) (string, any) {
+			tools := make(map[string]bool, len(part))
+			for _, o := range part {
+				tools[o.Tool] = true
+			}
+			in := []driftJSON{}
+			for _, d := range drift {
+				if tools[d.Tool] {
+					in = append(in, d)
+				}
+			}
+			return "drift", in
+		}), nil
 	}, func(a AuditAppend) error {
 		if !write {
 			return nil

@@ -293,9 +293,9 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 				FirstSeenAt: finished, FirstSeenBy: by, FirstCrawl: seq})
 			rec.Proposals = append(rec.Proposals, Proposal{Server: l.Server, Tool: o.Tool, Digest: o.Digest, OpenedAt: finished, Crawl: seq})
 		}
-		events := []Event{{Type: EventCrawlObserved, Actor: by, At: finished, Body: mustJSON(map[string]any{
+		events := observedEvents(by, finished, map[string]any{
 			"server": l.Server, "crawl": seq, "source": SourceCrawl, "startedAt": started.Format(time.RFC3339Nano),
-			"finishedAt": finished.Format(time.RFC3339Nano), "observations": observationsJSON(observations)})}}
+			"finishedAt": finished.Format(time.RFC3339Nano)}, observations, nil)
 		for _, v := range rec.Versions {
 			events = append(events, Event{Type: EventVersionRecorded, Actor: by, At: finished, Body: mustJSON(map[string]any{
 				"server": v.Server, "tool": v.Tool, "digest": v.Digest, "crawl": seq})})
