@@ -12,7 +12,7 @@ import (
 
 // TestDocs: docs/findings.md has a row for every rule with its severity, names every
 // corpus example and the corpus size, and states the measured false positives that
-// TestRealServersFalsePositives pins.
+// TestRealServersFalsePositives pins, with a row for every captured server.
 func TestDocs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "docs", "findings.md"))
 	if err != nil {
@@ -36,6 +36,12 @@ func TestDocs(t *testing.T) {
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/findings.md does not say %q", want)
+		}
+	}
+	for _, s := range realServers {
+		row := fmt.Sprintf("| `%s` | %s | %d | %d | %s |", s.pkg, s.version, s.tools, s.prompts, map[int]string{0: "no", 1: "yes"}[s.instructions])
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/findings.md has no row %q", row)
 		}
 	}
 }
