@@ -15,9 +15,9 @@ import (
 
 func (a *app) decideCmd(kind warrant.DecisionKind) *cobra.Command {
 	var digest, note string
-	var accept, asJSON bool
+	var accept, asJSON, allPending, dryRun bool
 	var sf signingFlags
-	use, flag, short, long := "approve SERVER TOOL --hash DIGEST", "hash", "", ""
+	use, flag, short, long := "approve SERVER (TOOL --hash DIGEST | --all-pending)", "hash", "", ""
 	switch kind {
 	case warrant.DecisionApproved:
 		short = "Approve one exact digest of a tool, signed with your SSH key"
@@ -47,13 +47,30 @@ Your role needs the stack's ApproverPolicyArn.`
 		short = "Make an earlier approved digest the approved one again"
 		long = "Roll a tool back to a digest that was approved before, signed like approve."
 	}
+	if kind == warrant.DecisionApproved {
+		long += approveAllLong
+	}
 	c := &cobra.Command{
 		Use:     use + " (--sign-key FILE | --agent | --remote URL)",
 		Short:   short,
 		Long:    long + exitCodes("recorded", "") + "\n     (2 also for every refusal above; the reason is printed)",
 		Example: fmt.Sprintf("  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a9c1d0b7e --sign-key ~/.ssh/id_ed25519\n  toolwarrant %[1]s weather get_forecast --%[2]s sha256:3f2a… --remote https://abc123.execute-api.eu-west-1.amazonaws.com", kind2cmd(kind), flag),
-		Args:    cli.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if allPending {
+				return cli.ExactArgs(1)(cmd, args)
+			}
+			return cli.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if allPending {
+				if cmd.Flags().Changed(flag) || accept {
+					return cli.Usage(cmd, "--all-pending approves the listed digests of routine first-sight tools: give no --%s and no --accept-suspicious", flag)
+				}
+				return a.approveAll(cmd, &sf, args[0], note, dryRun, asJSON)
+			}
+			if dryRun {
+				return cli.Usage(cmd, "--dry-run goes with --all-pending")
+			}
 			server, tool := args[0], args[1]
 			if !cmd.Flags().Changed(flag) {
 				return cli.Usage(cmd, "--%s DIGEST is required: the digest you read and decide on (the 12 hex digits 'toolwarrant list' prints will do)", flag)
@@ -106,6 +123,11 @@ Your role needs the stack's ApproverPolicyArn.`
 	c.Flags().BoolVar(&accept, "accept-suspicious", false, "decide although the version has suspicious text (recorded in the signed statement)")
 	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: server, tool, decision, digest, unchanged, by, auditHead (docs/toolwarrant.md)")
+	if kind == warrant.DecisionApproved {
+		c.Flags().BoolVar(&allPending, "all-pending", false, "approve SERVER's routine first-sight tools (graded new-tool, nothing else) with one signed statement over their exact digests")
+		c.Flags().BoolVar(&dryRun, "dry-run", false, "with --all-pending: print what would be approved and what is left for review, sign nothing")
+		c.Example += "\n  toolwarrant approve everything --all-pending --dry-run\n  toolwarrant approve everything --all-pending --sign-key ~/.ssh/id_ed25519"
+	}
 	sf.add(c)
 	a.addRemoteFlag(c)
 	return c

@@ -440,43 +440,10 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		return err
 	}
 	for range c.attempts {
-		item, err := c.get(ctx, op, pkApprovals, skApproval(d.Server, d.Tool))
+		items, err := c.decisionItems(ctx, op, d, wid)
 		if err != nil {
 			return err
 		}
-		st := approvalOf(item)
-		next, err := st.Decide(d)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		kinds, _ := json.Marshal(next.Latest)
-		n := next.Decisions
-		set := "SET #s = :server, tool = :tool, n = :n, kinds = :kinds, wid = :wid"
-		vals := map[string]types.AttributeValue{":server": str(d.Server), ":tool": str(d.Tool), ":n": num(n), ":kinds": str(string(kinds)), ":wid": str(wid)}
-		if next.Approved != "" {
-			set += ", approved = :next, #by = :by, #at = :at"
-			vals[":next"], vals[":by"], vals[":at"] = str(string(next.Approved)), str(next.By), tstr(next.At)
-		} else {
-			set += " REMOVE approved, #by, #at"
-		}
-		cond := "attribute_not_exists(pk)"
-		if item != nil {
-			cond = "n = :prevn AND "
-			vals[":prevn"] = num(st.Decisions)
-			if d.Expect == "" {
-				cond += "attribute_not_exists(approved)"
-			} else {
-				cond += "approved = :expect"
-				vals[":expect"] = str(string(d.Expect))
-			}
-		}
-		items := []txItem{{role: roleApproval, item: types.TransactWriteItem{Update: &types.Update{TableName: c.table, Key: keyOf(pkApprovals, skApproval(d.Server, d.Tool)),
-			UpdateExpression: aws.String(set), ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
-			ExpressionAttributeNames:            map[string]string{"#s": "server", "#by": "by", "#at": "at"},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}},
-			{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
-				Item: with(keyOf(pkServer(d.Server), skDecision(d.Tool, n)), "tool", str(d.Tool), "digest", str(string(d.Digest)), "kind", str(string(d.Kind)),
-					"actor", str(d.Actor), "at", tstr(d.At), "expect", str(string(d.Expect)), "accepted_suspicious", boolean(d.AcceptedSuspicious), "note", str(d.Note))}}}}
 		items = append(items, aud...)
 		res, err := c.transact(ctx, op, wid, items)
 		if err != nil || res == nil {
@@ -491,6 +458,100 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		return fmt.Errorf("%s: the approval changed since it was read: %w", op, warrant.ErrConflict)
 	}
 	return fmt.Errorf("%s: %w: concurrent decisions on the tool", op, warrant.ErrUnavailable)
+}
+
+// decisionItems reads the tool's approval item and returns the transaction items that
+// record d under write wid: the approval updated on the condition that its approved
+// digest is still d.Expect and its decision count unchanged (role roleApproval), and the
+// decision item put.
+func (c *Catalog) decisionItems(ctx context.Context, op string, d warrant.Decision, wid string) ([]txItem, error) {
+	item, err := c.get(ctx, op, pkApprovals, skApproval(d.Server, d.Tool))
+	if err != nil {
+		return nil, err
+	}
+	st := approvalOf(item)
+	next, err := st.Decide(d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	kinds, _ := json.Marshal(next.Latest)
+	n := next.Decisions
+	set := "SET #s = :server, tool = :tool, n = :n, kinds = :kinds, wid = :wid"
+	vals := map[string]types.AttributeValue{":server": str(d.Server), ":tool": str(d.Tool), ":n": num(n), ":kinds": str(string(kinds)), ":wid": str(wid)}
+	if next.Approved != "" {
+		set += ", approved = :next, #by = :by, #at = :at"
+		vals[":next"], vals[":by"], vals[":at"] = str(string(next.Approved)), str(next.By), tstr(next.At)
+	} else {
+		set += " REMOVE approved, #by, #at"
+	}
+	cond := "attribute_not_exists(pk)"
+	if item != nil {
+		cond = "n = :prevn AND "
+		vals[":prevn"] = num(st.Decisions)
+		if d.Expect == "" {
+			cond += "attribute_not_exists(approved)"
+		} else {
+			cond += "approved = :expect"
+			vals[":expect"] = str(string(d.Expect))
+		}
+	}
+	return []txItem{{role: roleApproval, item: types.TransactWriteItem{Update: &types.Update{TableName: c.table, Key: keyOf(pkApprovals, skApproval(d.Server, d.Tool)),
+		UpdateExpression: aws.String(set), ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+		ExpressionAttributeNames:            map[string]string{"#s": "server", "#by": "by", "#at": "at"},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}},
+		{item: types.TransactWriteItem{Put: &types.Put{TableName: c.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			Item: with(keyOf(pkServer(d.Server), skDecision(d.Tool, n)), "tool", str(d.Tool), "digest", str(string(d.Digest)), "kind", str(string(d.Kind)),
+				"actor", str(d.Actor), "at", tstr(d.At), "expect", str(string(d.Expect)), "accepted_suspicious", boolean(d.AcceptedSuspicious), "note", str(d.Note))}}}}, nil
+}
+
+// DecideAll implements warrant.Catalog: each decision's version is read, then one
+// TransactWriteItems writes every decision as Decide does, with the audit records and
+// the head. A failed condition is not re-sent: the decider reads again.
+func (c *Catalog) DecideAll(ctx context.Context, ds []warrant.Decision, a warrant.AuditAppend) error {
+	if len(ds) == 0 {
+		return fmt.Errorf("record decisions: none: %w", warrant.ErrInvalid)
+	}
+	op := fmt.Sprintf("record %d decisions", len(ds))
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if err := warrant.ValidateDecision(d); err != nil {
+			return err
+		}
+		k := skApproval(d.Server, d.Tool)
+		if seen[k] {
+			return fmt.Errorf("%s: %s/%s twice: %w", op, d.Server, d.Tool, warrant.ErrInvalid)
+		}
+		seen[k] = true
+	}
+	// Two items per decision, one per audit record, the head: refuse before any read.
+	if n := 2*len(ds) + len(a.Records) + 1; n > maxTxItems-1 {
+		return fmt.Errorf("%s: %w: the write needs %d items, more than the %d one DynamoDB transaction holds", op, warrant.ErrInvalid, n, maxTxItems)
+	}
+	for _, d := range ds {
+		if _, err := c.versionItem(ctx, d.Server, d.Tool, d.Digest); err != nil {
+			return fmt.Errorf("%s: %s/%s: %s is not a recorded version: %w", op, d.Server, d.Tool, d.Digest, err)
+		}
+	}
+	wid, aud, err := c.beginWrite(op, a)
+	if err != nil {
+		return err
+	}
+	var items []txItem
+	for _, d := range ds {
+		its, err := c.decisionItems(ctx, op, d, wid)
+		if err != nil {
+			return err
+		}
+		items = append(items, its...)
+	}
+	res, err := c.transact(ctx, op, wid, append(items, aud...))
+	if err != nil || res == nil {
+		return err
+	}
+	if res.failed[roleHead] {
+		return fmt.Errorf("%s: the audit log moved on since it was read: %w", op, warrant.ErrConflict)
+	}
+	return fmt.Errorf("%s: an approval changed since it was read: %w", op, warrant.ErrConflict)
 }
 
 // AppendAudit implements warrant.Catalog: one TransactWriteItems of the records and the

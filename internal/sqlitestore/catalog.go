@@ -813,43 +813,82 @@ func (c *Catalog) Decide(ctx context.Context, d warrant.Decision, a warrant.Audi
 		if err := checkAuditHead(ctx, tx, a); err != nil {
 			return err
 		}
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM versions WHERE server = ? AND tool = ? AND digest = ?`, d.Server, d.Tool, string(d.Digest)).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, warrant.ErrNotFound)
-		}
-		if err != nil {
-			return cwrap(op, err)
-		}
-		cur, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE server = ? AND tool = ?`, d.Server, d.Tool))
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return cwrap(op, err)
-		}
-		next, err := cur.Decide(d)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO decisions (server, tool, digest, kind, actor, decided_at, expect, accepted_suspicious, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			d.Server, d.Tool, string(d.Digest), string(d.Kind), d.Actor, nanos(d.At), string(d.Expect), boolInt(d.AcceptedSuspicious), d.Note)
-		if err != nil {
-			return cwrap(op, err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return cwrap(op, err)
-		}
-		kinds, err := json.Marshal(next.Latest)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (server, tool, digest, decision, approved_by, approved_at, decisions, kinds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (server, tool) DO UPDATE SET digest = excluded.digest, decision = excluded.decision, approved_by = excluded.approved_by,
-				approved_at = excluded.approved_at, decisions = excluded.decisions, kinds = excluded.kinds`,
-			d.Server, d.Tool, nullStr(string(next.Approved)), id, next.By, approvedAt(next), next.Decisions, string(kinds)); err != nil {
-			return cwrap(op+": approval", err)
+		if err := decideTx(ctx, tx, op, d); err != nil {
+			return err
 		}
 		return appendAudit(ctx, tx, a)
 	})
+}
+
+// DecideAll implements warrant.Catalog: the decisions and the audit records in one
+// transaction.
+func (c *Catalog) DecideAll(ctx context.Context, ds []warrant.Decision, a warrant.AuditAppend) error {
+	if len(ds) == 0 {
+		return fmt.Errorf("record decisions: none: %w", warrant.ErrInvalid)
+	}
+	seen := map[[2]string]bool{}
+	for _, d := range ds {
+		if err := warrant.ValidateDecision(d); err != nil {
+			return err
+		}
+		k := [2]string{d.Server, d.Tool}
+		if seen[k] {
+			return fmt.Errorf("record decisions: %s/%s twice: %w", d.Server, d.Tool, warrant.ErrInvalid)
+		}
+		seen[k] = true
+	}
+	op := fmt.Sprintf("record %d decisions", len(ds))
+	return c.write(ctx, op, func(tx *sql.Tx) error {
+		if err := checkAuditHead(ctx, tx, a); err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if err := decideTx(ctx, tx, fmt.Sprintf("record %s of %s/%s", d.Kind, d.Server, d.Tool), d); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, a)
+	})
+}
+
+// decideTx writes decision d and the approval it leads to within tx.
+func decideTx(ctx context.Context, tx *sql.Tx, op string, d warrant.Decision) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM versions WHERE server = ? AND tool = ? AND digest = ?`, d.Server, d.Tool, string(d.Digest)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %s is not a recorded version: %w", op, d.Digest, warrant.ErrNotFound)
+	}
+	if err != nil {
+		return cwrap(op, err)
+	}
+	cur, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE server = ? AND tool = ?`, d.Server, d.Tool))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return cwrap(op, err)
+	}
+	next, err := cur.Decide(d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO decisions (server, tool, digest, kind, actor, decided_at, expect, accepted_suspicious, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Server, d.Tool, string(d.Digest), string(d.Kind), d.Actor, nanos(d.At), string(d.Expect), boolInt(d.AcceptedSuspicious), d.Note)
+	if err != nil {
+		return cwrap(op, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return cwrap(op, err)
+	}
+	kinds, err := json.Marshal(next.Latest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (server, tool, digest, decision, approved_by, approved_at, decisions, kinds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (server, tool) DO UPDATE SET digest = excluded.digest, decision = excluded.decision, approved_by = excluded.approved_by,
+			approved_at = excluded.approved_at, decisions = excluded.decisions, kinds = excluded.kinds`,
+		d.Server, d.Tool, nullStr(string(next.Approved)), id, next.By, approvedAt(next), next.Decisions, string(kinds)); err != nil {
+		return cwrap(op+": approval", err)
+	}
+	return nil
 }
 
 // Decisions implements warrant.Catalog.

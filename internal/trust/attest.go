@@ -134,3 +134,11 @@ func (SSHAttester) Same(a, b string) bool { return a == b }
 func (a SSHAttester) Attest(_ context.Context, c warrant.Claim) ([]byte, []byte, error) {
 	return Sign(NewDecision(c.Kind, c.Server, c.Tool, c.Digest, c.AcceptedSuspicious, c.Decider, c.Head, c.At), a.Signer)
 }
+
+var _ warrant.BulkAttester = SSHAttester{}
+
+// AttestBulk signs the claim's bulk approval statement (NewBulkApproval) with the
+// person's key and returns its canonical bytes and the armored signature.
+func (a SSHAttester) AttestBulk(_ context.Context, c warrant.BulkClaim) ([]byte, []byte, error) {
+	return Sign(NewBulkApproval(c.Server, c.Items, c.Decider, c.Head, c.At), a.Signer)
+}

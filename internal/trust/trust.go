@@ -19,6 +19,9 @@ const (
 	NamespaceTrust    = "toolwarrant-trust"
 	TypeDecision      = "toolwarrant-decision/v1"
 	TypeTrust         = "toolwarrant-trust/v1"
+	// TypeBulk is a bulk approval: one statement approving an exact list of digests of
+	// one server's tools (warrant.Service.ApproveAllAs), signed in NamespaceApproval.
+	TypeBulk = "toolwarrant-bulk-approval/v1"
 	// EventTrustChanged is the audit entry type of trust list changes.
 	EventTrustChanged = "trust_changed"
 )
@@ -93,6 +96,9 @@ type Statement struct {
 	Tool               string               `json:"tool,omitempty"`
 	Digest             warrant.Digest       `json:"digest,omitempty"`
 	AcceptedSuspicious bool                 `json:"acceptedSuspicious,omitempty"`
+	// Approvals is a bulk approval's exact list (TypeBulk, with Decision approved and
+	// Server): every tool and digest it approves, and nothing else.
+	Approvals []warrant.BulkItem `json:"approvals,omitempty"`
 	// Trust changes: Action is add or remove, Subject the key added or removed.
 	Action  string `json:"action,omitempty"`
 	Subject *Key   `json:"subject,omitempty"`
@@ -117,6 +123,12 @@ func NewDecision(kind warrant.DecisionKind, server, tool string, d warrant.Diges
 		Signer: signer, AuditHead: head, At: at.UTC().Format(time.RFC3339)}
 }
 
+// NewBulkApproval builds the statement for a bulk approval of items, tools of server.
+func NewBulkApproval(server string, items []warrant.BulkItem, signer string, head warrant.AuditHead, at time.Time) Statement {
+	return Statement{Type: TypeBulk, Decision: warrant.DecisionApproved, Server: server, Approvals: slices.Clone(items),
+		Signer: signer, AuditHead: head, At: at.UTC().Format(time.RFC3339)}
+}
+
 // ParseStatement reads a statement strictly (canonical JSON, known fields only).
 func ParseStatement(b []byte) (Statement, error) {
 	c, err := canon.Transform(b)
@@ -129,7 +141,7 @@ func ParseStatement(b []byte) (Statement, error) {
 	if err := d.Decode(&s); err != nil {
 		return Statement{}, fmt.Errorf("statement: %v", err)
 	}
-	if s.Type != TypeDecision && s.Type != TypeTrust {
+	if s.Type != TypeDecision && s.Type != TypeTrust && s.Type != TypeBulk {
 		return Statement{}, fmt.Errorf("statement type %q", s.Type)
 	}
 	return s, nil
@@ -249,6 +261,15 @@ type State struct {
 	List *List
 	// Root is the hash of the entry that initialised the list.
 	Root string
+	// bulk is the bulk approval whose entries are being read: its statement, the entry
+	// expected next and the number of the last one read. Nil between them.
+	bulk *bulkRun
+}
+
+type bulkRun struct {
+	statement string
+	next      int
+	seq       int64
 }
 
 // DecisionEvent is the part of a decision entry's body that audit verify checks,
@@ -260,13 +281,22 @@ type DecisionEvent struct {
 	AcceptedSuspicious bool            `json:"acceptedSuspicious"`
 	Statement          json.RawMessage `json:"statement"`
 	Signature          string          `json:"signature"`
+	// Item and Items place an entry of a bulk approval: it is entry Item (from 0) of the
+	// Items consecutive entries recorded for one TypeBulk statement. Absent otherwise.
+	Item  *int `json:"item,omitempty"`
+	Items int  `json:"items,omitempty"`
 }
 
 // Describes reports whether s is a decision statement for the decision entry r with body
 // d: the same decision, server, tool, digest and acceptance of suspicious text. Whether
 // it names r's actor and the head before r is checked apart, so each can be reported.
 func (s Statement) Describes(r warrant.AuditRecord, d DecisionEvent) bool {
-	return s.Type == TypeDecision && string(s.Decision) == r.Type && s.Server == d.Server && s.Tool == d.Tool &&
+	if s.Type == TypeBulk {
+		return d.Item != nil && *d.Item >= 0 && *d.Item < len(s.Approvals) && d.Items == len(s.Approvals) &&
+			r.Type == string(warrant.DecisionApproved) && s.Decision == warrant.DecisionApproved && s.Server == d.Server &&
+			s.Approvals[*d.Item] == warrant.BulkItem{Tool: d.Tool, Digest: d.Digest} && !d.AcceptedSuspicious && !s.AcceptedSuspicious
+	}
+	return d.Item == nil && s.Type == TypeDecision && string(s.Decision) == r.Type && s.Server == d.Server && s.Tool == d.Tool &&
 		s.Digest == d.Digest && s.AcceptedSuspicious == d.AcceptedSuspicious
 }
 
@@ -276,6 +306,23 @@ func (s Statement) Describes(r warrant.AuditRecord, d DecisionEvent) bool {
 // It returns the problems found (none for other entry types).
 func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
 	prev := warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}
+	var p []string
+	run := st.bulk
+	st.bulk = nil
+	if run != nil && (r.Type != string(warrant.DecisionApproved) || !bulkEntry(event, run.statement)) {
+		// A bulk approval's entries are written in one transaction, one after another.
+		p = append(p, fmt.Sprintf("a bulk approval's entries stop at entry %d, before all its tools were recorded", run.seq))
+	}
+	return append(p, st.step(r, event, prev, run)...)
+}
+
+// bulkEntry reports whether event is a decision entry carrying statement.
+func bulkEntry(event json.RawMessage, statement string) bool {
+	var d DecisionEvent
+	return json.Unmarshal(event, &d) == nil && d.Item != nil && string(d.Statement) == statement
+}
+
+func (st *State) step(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead, run *bulkRun) []string {
 	switch r.Type {
 	case EventTrustChanged:
 		var c Change
@@ -313,8 +360,18 @@ func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
 		if s.Signer != r.Actor {
 			p = append(p, fmt.Sprintf("recorded actor %q is not the signer %q", r.Actor, s.Signer))
 		}
-		if s.AuditHead != prev {
+		switch {
+		case s.Type == TypeBulk && d.Item != nil && *d.Item > 0:
+			// Entry i > 0 of a bulk approval follows entry i-1 of the same statement; the
+			// first was checked against the head the statement names.
+			if run == nil || run.statement != string(d.Statement) || run.next != *d.Item || run.seq != r.Seq-1 {
+				p = append(p, fmt.Sprintf("entry %d of a bulk approval does not follow its entry %d", *d.Item, *d.Item-1))
+			}
+		case s.AuditHead != prev:
 			p = append(p, fmt.Sprintf("the statement was signed over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq))
+		}
+		if s.Type == TypeBulk && d.Item != nil && *d.Item+1 < d.Items {
+			st.bulk = &bulkRun{statement: string(d.Statement), next: *d.Item + 1, seq: r.Seq}
 		}
 		return p
 	}

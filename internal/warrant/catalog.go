@@ -86,6 +86,10 @@ type Catalog interface {
 	// and d.Digest is a stored version of the tool (ErrNotFound otherwise). The decision use case
 	// (Service.DecideAs) applies who may decide what; the port only guarantees the check-and-set.
 	Decide(ctx context.Context, d Decision, a AuditAppend) error
+	// DecideAll writes several decisions on distinct tools with a's audit records in one
+	// transaction: all or none, each under Decide's conditions (a bulk approval). A store
+	// whose transaction cannot hold them refuses with ErrInvalid and writes nothing.
+	DecideAll(ctx context.Context, ds []Decision, a AuditAppend) error
 
 	// Decisions returns the decisions on one tool, oldest first.
 	Decisions(ctx context.Context, server, tool string) ([]Decision, error)

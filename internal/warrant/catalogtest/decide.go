@@ -16,6 +16,7 @@ type attester struct {
 	decider func(ctx context.Context, head warrant.AuditHead) (string, error)
 	attest  func(ctx context.Context, c warrant.Claim) ([]byte, []byte, error)
 	claims  []warrant.Claim
+	bulk    []warrant.BulkClaim
 }
 
 func (a *attester) Decider(ctx context.Context, head warrant.AuditHead) (string, error) {
