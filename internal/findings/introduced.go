@@ -1,6 +1,8 @@
 package findings
 
 import (
+	"slices"
+
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -31,4 +33,23 @@ func Introduced(kind warrant.Kind, before, after []byte, siblings []string) ([]F
 		}
 	}
 	return out, nil
+}
+
+// FirstSight scans a first-sight tool definition (canonical JSON, no baseline) with
+// every rule, given the names of its server's tools, and returns the names of the rules
+// that found something, sorted, once each: warrant.Config.FirstSight, the screen a bulk
+// approval passes only tools with none.
+func FirstSight(canonical []byte, siblings []string) ([]string, error) {
+	fs, err := Introduced(warrant.KindTool, nil, canonical, siblings)
+	if err != nil {
+		return nil, err
+	}
+	var rules []string
+	for _, f := range fs {
+		if r := string(f.Rule); !slices.Contains(rules, r) {
+			rules = append(rules, r)
+		}
+	}
+	slices.Sort(rules)
+	return rules, nil
 }

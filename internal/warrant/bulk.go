@@ -109,6 +109,24 @@ func (s *Service) ApproveAllAs(ctx context.Context, req BulkRequest, att BulkAtt
 	if who == "" {
 		return BulkResult{}, fmt.Errorf("%w: the attester named no decider", ErrForbidden)
 	}
+	// The list must be what BulkCandidates offers now: routine first-sight tools at their
+	// pending digests, screened by the findings rules.
+	_, offered, held, err := s.BulkCandidates(ctx, req.Server)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	for _, it := range req.Items {
+		if slices.Contains(offered, it) {
+			continue
+		}
+		why := "its pending digest is not " + it.Digest.Short()
+		for _, h := range held {
+			if h.Row.Tool == it.Tool {
+				why = h.Reason
+			}
+		}
+		return BulkResult{}, fmt.Errorf("server %q tool %q: %s; review it on its own ('toolwarrant diff %s %s'): %w", req.Server, it.Tool, why, req.Server, it.Tool, ErrNotBulk)
+	}
 	at := s.clock()
 	ds := make([]Decision, len(req.Items))
 	for i, it := range req.Items {
@@ -178,17 +196,52 @@ func (s *Service) BulkCandidates(ctx context.Context, server string) (head Audit
 	if err != nil {
 		return head, nil, nil, err
 	}
+	all, err := s.cat.ServerTools(ctx, server)
+	if err != nil {
+		return head, nil, nil, err
+	}
+	siblings := make([]string, 0, len(all))
+	for _, t := range all {
+		siblings = append(siblings, t.Tool)
+	}
 	for _, r := range rows {
 		if r.Server != server {
 			continue
 		}
-		if why := heldBecause(r); why != "" {
+		why := heldBecause(r)
+		if why == "" {
+			if why, err = s.screened(ctx, r, siblings); err != nil {
+				return head, nil, nil, err
+			}
+		}
+		if why != "" {
 			held = append(held, HeldTool{Row: r, Reason: why})
 			continue
 		}
 		items = append(items, BulkItem{Tool: r.Tool, Digest: r.Current})
 	}
 	return head, items, held, nil
+}
+
+// screened runs the first-sight findings rules over the row's current version: the
+// reason it is held ("" when they find nothing).
+func (s *Service) screened(ctx context.Context, r ToolRow, siblings []string) (string, error) {
+	if s.screen == nil {
+		return "no first-sight findings screen is configured, so nothing is approved in bulk", nil
+	}
+	v, err := s.cat.Version(ctx, r.Server, r.Tool, r.Current)
+	if err != nil {
+		return "", err
+	}
+	rules, serr := s.screen(v.Canonical, siblings)
+	if serr != nil {
+		// Undecidable: held, not approved, and the reason says why.
+		return "the findings rules could not read it: " + serr.Error(), nil //nolint:nilerr // a held tool, not a failed listing
+	}
+	if len(rules) > 0 {
+		return "findings: " + strings.Join(rules, ", "), nil
+	}
+	return "", nil
 }
 
 // HeldTool is a pending tool a bulk approval leaves for review one at a time.

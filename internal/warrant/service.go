@@ -26,6 +26,11 @@ type Config struct {
 	// MaxAttempts bounds how often a write that lost a race (ErrConflict on the server's
 	// last crawl or the audit head) is re-read and retried. Default 5.
 	MaxAttempts int
+	// FirstSight screens a first-sight tool definition (canonical JSON) with the
+	// first-sight findings rules, given the names of its server's tools, and returns the
+	// names of the rules that found something (findings.FirstSight). A bulk approval
+	// names only tools it finds nothing in; nil: no tool is approved in bulk.
+	FirstSight func(canonical []byte, siblings []string) ([]string, error)
 }
 
 // Service is toolwarrant's use cases: adding servers, a crawl run (Crawl, Ingest), the one
@@ -37,6 +42,7 @@ type Service struct {
 	identity string
 	now      func() time.Time
 	attempts int
+	screen   func(canonical []byte, siblings []string) ([]string, error)
 }
 
 // New returns a Service.
@@ -44,7 +50,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("warrant: Config.Catalog is required")
 	}
-	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts}
+	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts, screen: cfg.FirstSight}
 	if s.identity == "" {
 		s.identity = "unknown"
 	}

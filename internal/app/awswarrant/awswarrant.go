@@ -3,6 +3,7 @@ package awswarrant
 import (
 	"context"
 	"fmt"
+	"github.com/agentgate-dev/agentgate/internal/findings"
 	"io"
 	"log/slog"
 	"time"
@@ -72,7 +73,7 @@ func New(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity s
 	if now == nil {
 		now = time.Now
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: sig}, Identity: identity, Now: now})
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: sig}, Identity: identity, Now: now, FirstSight: findings.FirstSight})
 	if err != nil {
 		return nil, err
 	}
