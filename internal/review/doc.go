@@ -24,6 +24,11 @@
 // is approved only with the explicit acceptance the form asks for, recorded in the
 // statement as with `--accept-suspicious`.
 //
+// A source that approves in bulk ([BulkApprover]; [ServiceSource] does) also gets one form
+// per server for its routine first-sight tools (POST /approve-all): the exact tools and
+// digests the form lists and the head, signed as one statement by
+// warrant.Service.ApproveAllAs, which takes only what it would offer itself at that head.
+//
 // # Security
 //
 // The page renders hostile upstream text, and anything able to send a request to a

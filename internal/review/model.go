@@ -50,6 +50,9 @@ type Page struct {
 	Rows []RowView
 	// Servers counts the cards per server, in order.
 	Servers []ServerCount
+	// Bulk are the servers' routine first-sight tools, each server's approvable with one
+	// signature (a page that can decide, over a source that approves in bulk).
+	Bulk []BulkView
 }
 
 // Left counts the cards to review, by grade.

@@ -103,6 +103,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /static/review.css", h.static("text/css; charset=utf-8", cssFile))
 	h.mux.HandleFunc("GET /static/review.js", h.static("text/javascript; charset=utf-8", jsFile))
 	h.mux.HandleFunc("POST /decide", h.decide)
+	h.mux.HandleFunc("POST /approve-all", h.approveAll)
 	h.mux.HandleFunc("/decide", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		refuse(w, http.StatusMethodNotAllowed, "a decision is a POST from the page's form")
@@ -226,6 +227,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, ban
 	}
 	p := build(s)
 	p.At, p.Where, p.Decider, p.CSRF, p.Banner = h.now().UTC(), h.where, h.decider, h.csrf, banner
+	if _, ok := h.src.(BulkApprover); ok && h.decider != "" {
+		p.Bulk = bulkViews(p.Cards)
+	}
 	if fill != nil {
 		fill(p, s)
 	}
@@ -415,6 +419,9 @@ func (h *Handler) stale(w http.ResponseWriter, r *http.Request, d decision, caus
 	ctx := r.Context()
 	b := &Banner{Kind: "stale", Title: "Refused: the catalog moved on since this page was rendered", CardID: cardID(d.server, d.tool),
 		Message: textOf(fmt.Sprintf("%v. Nothing was signed or recorded. The page below is read again from the new head: read it and decide again.", cause))}
+	if d.tool == "" { // a bulk approval: no one tool to link to
+		b.CardID = ""
+	}
 	recs, err := h.src.Since(ctx, d.head.Seq, maxMoved)
 	if err != nil {
 		h.log.ErrorContext(ctx, "review: read the audit log", slog.String("error", err.Error()))

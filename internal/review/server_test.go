@@ -25,6 +25,7 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/findings"
 	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/sshsig"
@@ -77,7 +78,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: logKey}, Identity: "crawler@test"})
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: logKey}, Identity: "crawler@test", FirstSight: findings.FirstSight})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func inert(t *testing.T, name, doc string, scripts []string) {
 					t.Errorf("%s: a link to %q", name, a.Val)
 				case a.Key == "href" && n.Data == "link" && a.Val != "/static/review.css":
 					t.Errorf("%s: a stylesheet from %q", name, a.Val)
-				case a.Key == "action" && a.Val != "/decide" && a.Val != "/": // "/": the filter, a GET
+				case a.Key == "action" && a.Val != "/decide" && a.Val != "/approve-all" && a.Val != "/": // "/": the filter, a GET
 					t.Errorf("%s: a form to %q", name, a.Val)
 				case a.Key == "src" && n.Data == "script":
 					got = append(got, a.Val)
