@@ -480,6 +480,10 @@ var nameLimits = map[string]struct {
 	"AWS::Lambda::Permission":        {"", 0},
 	"AWS::Lambda::EventInvokeConfig": {"", 0},
 	"AWS::BedrockAgentCore::Gateway": {"Name", 100},
+	// The distribution is unnamed; the origin access control's name is nested
+	// (OriginAccessControlConfig.Name, 64) and checked in TestNameLengths.
+	"AWS::CloudFront::Distribution":        {"", 0},
+	"AWS::CloudFront::OriginAccessControl": {"", 0},
 }
 
 // longest returns the longest string the pattern accepts (CloudFormation anchors
@@ -524,9 +528,17 @@ func TestNameLengths(t *testing.T) {
 	checked := 0
 	for _, reg := range tr.regions {
 		// Every optional resource on: the interceptor, its gateway with the longest name.
-		s := newStack(t, tr, reg, stackName, map[string]string{"Stage": stage, "EnableAgentCoreInterceptor": "true", "AgentCoreGatewayName": strings.Repeat("g", 100)})
+		s := newStack(t, tr, reg, stackName, map[string]string{"Stage": stage, "EnableAgentCoreInterceptor": "true", "AgentCoreGatewayName": strings.Repeat("g", 100),
+			"TilesCdn": "true"})
 		for id, r := range s.resources() {
 			typ := r["Type"].(string)
+			if typ == "AWS::CloudFront::OriginAccessControl" {
+				name := s.str(get(r, "Properties", "OriginAccessControlConfig", "Name"))
+				checked++
+				if len(name) > 64 || len(name) < len("toolwarrant-tiles-")+36 {
+					t.Errorf("%s in %s: OriginAccessControlConfig.Name %q is %d characters (limit 64)", id, reg.Name, name, len(name))
+				}
+			}
 			lim, ok := nameLimits[typ]
 			if !ok {
 				t.Errorf("%s: no name limit known for %s; add it to nameLimits", id, typ)

@@ -27,8 +27,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
 
-// TestCheckpointFunctionPublishesTiles: with TOOLWARRANT_TILES_BUCKET set, the checkpoint
-// function (as its role, granted the tiles bucket as docs/transparency-log.md says) publishes
+// TestCheckpointFunctionPublishesTiles: with TOOLWARRANT_TILES_BUCKET set (template.yaml's
+// TilesBucket, prefix tlog/), the checkpoint function (as its role, as the template grants
+// it) publishes
 // each run's KMS-signed note with the tiles and entry bundles the log gained. A client
 // with only HTTP GETs and golang.org/x/mod — the verifier key made from KMS's public key
 // alone — opens the checkpoint, rebuilds its root from the tiles and proves the approval.
@@ -37,20 +38,15 @@ func TestCheckpointFunctionPublishesTiles(t *testing.T) {
 	d := awsapptest.Deploy(t)
 	d.Seed(t, "weather", []string{awsapptest.ForecastTool, awsapptest.AlertsTool}, "get_forecast")
 	admin := awstest.Config(t)
-	bucket := s3test.CreateVersionedBucket(t, admin)
-	st, err := awstest.LoadTemplate(t).RoleStatements("CheckpointRole", d.Res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st = append(st,
-		awstest.Statement{Effect: "Allow", Action: []string{"s3:GetObject", "s3:PutObject"}, Resource: []string{"arn:aws:s3:::" + bucket + "/tlog/*"}},
-		awstest.Statement{Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: []string{"arn:aws:s3:::" + bucket}})
-	role := awstest.RoleWith(t, "CheckpointRole", st, d.Res)
-	awstest.ApplyKeyPolicy(t, "LogKey", d.Res)
-	awstest.ApplyKeyPolicy(t, "CheckpointKey", d.Res)
+	// TilesBucket, and CheckpointRole exactly as template.yaml grants it: without its
+	// PublishTiles or ListTiles statement the run fails with AccessDenied.
+	bucket := d.TilesBucket
+	role := d.Roles["CheckpointRole"]
 
 	env := d.FunctionEnv(t)
-	env["TOOLWARRANT_TILES_BUCKET"], env["TOOLWARRANT_TILES_PREFIX"] = bucket, "tlog/"
+	if env["TOOLWARRANT_TILES_BUCKET"] != bucket || env["TOOLWARRANT_TILES_PREFIX"] != "tlog/" {
+		t.Fatalf("the checkpoint function's environment: %v", env)
+	}
 	c, err := config.LoadWarrantAWS(func(k string) string { return env[k] }, config.WarrantAWSNeeds{Bucket: true})
 	if err != nil {
 		t.Fatal(err)

@@ -32,9 +32,9 @@ import (
 type Deployment struct {
 	// Res maps template logical IDs to the test's resources and roles.
 	Res awstest.Resources
-	// Table, Key, Bucket and BlobBucket are CatalogTable's name, LogKey's ARN,
-	// CheckpointBucket's name and CatalogBlobBucket's name.
-	Table, Key, Bucket, BlobBucket string
+	// Table, Key, Bucket, BlobBucket and TilesBucket are CatalogTable's name, LogKey's
+	// ARN, CheckpointBucket's, CatalogBlobBucket's and TilesBucket's names.
+	Table, Key, Bucket, BlobBucket, TilesBucket string
 	// CheckpointKey is CheckpointKey's ARN (Ed25519) and Origin the CHECKPOINT_ORIGIN set.
 	CheckpointKey, Origin string
 	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole (and
@@ -62,7 +62,9 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	d.Res["CheckpointKey"] = d.CheckpointKey
 	d.Bucket = s3test.CreateBucket(t, cfg)
 	d.BlobBucket = s3test.CreateVersionedBucket(t, cfg)
+	d.TilesBucket = s3test.CreateVersionedBucket(t, cfg)
 	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"], d.Res["CatalogBlobBucket"] = d.Table, d.Key, d.Bucket, d.BlobBucket
+	d.Res["TilesBucket"] = d.TilesBucket
 	roles := []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"}
 	if d.Res["EnableAgentCoreInterceptor"] == "true" {
 		roles = append(roles, "InterceptorRole") // the key policy names it only then
@@ -98,7 +100,8 @@ func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": srv.URL + "/mcp", "allowPrivate": true}})
 	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
 		"CHECKPOINT_KMS_KEY": d.CheckpointKey, "CHECKPOINT_ORIGIN": d.Origin,
-		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers)}
+		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers),
+		"TOOLWARRANT_TILES_BUCKET": d.TilesBucket, "TOOLWARRANT_TILES_PREFIX": "tlog/"}
 }
 
 // Warrant returns the toolwarrant service on d acting as identity, signed as role, with
