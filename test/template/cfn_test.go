@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -254,6 +255,15 @@ func (s *stack) str(v any) string {
 				}
 				return s.str(map[string]any{"Ref": name})
 			})
+		}
+		if sel, ok := x["Fn::Select"].([]any); ok { // [index, Fn::Split [delimiter, string]]
+			sp, _ := asMap(sel[1])["Fn::Split"].([]any)
+			i, err := strconv.Atoi(s.str(sel[0]))
+			if len(sp) == 2 && err == nil {
+				if parts := strings.Split(s.str(sp[1]), sp[0].(string)); i >= 0 && i < len(parts) {
+					return parts[i]
+				}
+			}
 		}
 		if j, ok := x["Fn::Join"].([]any); ok {
 			list, isList := j[1].([]any)
