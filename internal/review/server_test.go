@@ -65,7 +65,7 @@ type world struct {
 	signer sshsig.Signer
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -107,7 +107,7 @@ func newWorld(t *testing.T) *world {
 	return &world{svc: svc, cat: cat, signer: signer}
 }
 
-func ingest(t *testing.T, svc *warrant.Service, defs ...string) {
+func ingest(t testing.TB, svc *warrant.Service, defs ...string) {
 	t.Helper()
 	var tools []warrant.RawTool
 	for _, d := range defs {

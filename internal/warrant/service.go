@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
@@ -43,6 +44,14 @@ type Service struct {
 	now      func() time.Time
 	attempts int
 	screen   func(canonical []byte, siblings []string) ([]string, error)
+
+	// tools and names cache the catalog's tool records and names (for the look-alike
+	// check) as of the audit head namesAt (catalogTools). Only with an Auditor, whose
+	// every write moves the head. Read-only to callers.
+	namesMu sync.Mutex
+	namesAt AuditHead
+	tools   []ToolRecord
+	names   *Names
 }
 
 // New returns a Service.
@@ -365,6 +374,44 @@ func namesOf(tools []ToolRecord) *Names {
 	return NewNames(all)
 }
 
+// catalogNames returns the names of every tool of the catalog (catalogTools).
+func (s *Service) catalogNames(ctx context.Context) (*Names, error) {
+	_, n, err := s.catalogTools(ctx)
+	return n, err
+}
+
+// catalogTools returns every tool record of the catalog (Catalog.Tools) and their names:
+// read once per audit head when the service has an Auditor, else on every call. Every
+// write that changes a tool record moves the head, and the head is read before the
+// records, so a cached set is never older than the head it is kept under. A page that
+// diffs every pending tool so reads the catalog once, not once per tool.
+func (s *Service) catalogTools(ctx context.Context) ([]ToolRecord, *Names, error) {
+	var head AuditHead
+	if s.auditor != nil {
+		var err error
+		if head, err = s.cat.AuditHead(ctx); err != nil {
+			return nil, nil, err
+		}
+		s.namesMu.Lock()
+		tools, n, at := s.tools, s.names, s.namesAt
+		s.namesMu.Unlock()
+		if n != nil && at == head {
+			return tools, n, nil
+		}
+	}
+	tools, err := s.cat.Tools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := namesOf(tools)
+	if s.auditor != nil {
+		s.namesMu.Lock()
+		s.tools, s.names, s.namesAt = tools, n, head
+		s.namesMu.Unlock()
+	}
+	return tools, n, nil
+}
+
 // grade grades canonical against the version base of the tool ("" for a new tool) and
 // inspects it.
 func (s *Service) grade(ctx context.Context, server, tool string, base Digest, canonical []byte, names *Names) (Drift, Inspection, error) {
@@ -563,7 +610,7 @@ func (s *Service) tool(ctx context.Context, server, tool string) (ToolRecord, []
 	if err != nil {
 		return ToolRecord{}, nil, err
 	}
-	tools, err := s.cat.Tools(ctx)
+	tools, _, err := s.catalogTools(ctx)
 	if err != nil {
 		return ToolRecord{}, nil, err
 	}
@@ -630,11 +677,11 @@ func (s *Service) show(ctx context.Context, tr ToolRecord, vs []Version, digest 
 	if err != nil {
 		return VersionView{}, err
 	}
-	tools, err := s.cat.Tools(ctx)
+	names, err := s.catalogNames(ctx)
 	if err != nil {
 		return VersionView{}, err
 	}
-	in, err := Inspect(v.Canonical, tool, namesOf(tools))
+	in, err := Inspect(v.Canonical, tool, names)
 	if err != nil {
 		return VersionView{}, err
 	}
@@ -695,11 +742,10 @@ func (s *Service) Diff(ctx context.Context, server, tool, from, to string) (Diff
 	} else if i := slices.Index(ds, dv.To); i > 0 {
 		dv.From = ds[i-1]
 	}
-	tools, err := s.cat.Tools(ctx)
+	names, err := s.catalogNames(ctx)
 	if err != nil {
 		return DiffView{}, err
 	}
-	names := namesOf(tools)
 	if dv.ToVersion, err = s.cat.Version(ctx, server, tool, dv.To); err != nil {
 		return DiffView{}, err
 	}
