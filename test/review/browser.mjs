@@ -405,9 +405,27 @@ await step('the static report opens styled, with no script and no CSP violation'
   current = page;
 });
 
+await step('one signature approves the routine first-sight tools a bulk form lists', async () => {
+  await page.goto(`${ORIGIN}/`);
+  const form = page.locator('form.bulk').first();
+  await form.waitFor();
+  const tools = await form.locator('input[name="item"]').count();
+  assert.ok(tools >= 1, `the bulk form lists ${tools} tools`);
+  const resp = page.waitForResponse((r) => r.url() === `${ORIGIN}/approve-all` && r.request().method() === 'POST');
+  await form.getByRole('button', { name: /^Approve all \d+ with one signature$/ }).click();
+  assert.equal((await resp).status(), 303, 'POST /approve-all');
+  await page.waitForURL(/\/\?r=[0-9a-f]+/);
+  const b = page.locator('#banner.banner-ok');
+  await b.waitFor();
+  assert.match(await b.innerText(), new RegExp(`Recorded: ${tools} approvals in one signed statement`));
+  await page.screenshot({ path: `${ARTIFACTS}/14-bulk-approved.png` });
+  assert.match(await b.innerText(), new RegExp(`approved ${tools} tools of \\S+ as alice@example\\.com, audit entries \\d+ to \\d+`));
+  assert.equal(await page.locator('form.bulk').count(), 0, 'a bulk form with nothing routine left');
+});
+
 await step('the page after every decision', async () => {
   await page.goto(`${ORIGIN}/`);
-  await page.screenshot({ path: `${ARTIFACTS}/14-after.png`, fullPage: true });
+  await page.screenshot({ path: `${ARTIFACTS}/15-after.png`, fullPage: true });
 });
 
 clearTimeout(watchdog);

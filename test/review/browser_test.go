@@ -170,13 +170,15 @@ func TestReviewPageInBrowser(t *testing.T) {
 		kind, tool string
 		digest     warrant.Digest
 		accepted   bool
+		bulk       bool // the bulk form: one statement over the list of routine new tools
 	}{
-		{"approved", "get_forecast", digestOf(t, after[0]), false},
-		{"approved", "list_files", digestOf(t, after[1]), false},
-		{"approved", "send_report", digestOf(t, after[2]), true},
-		{"rejected", "render_html", digestOf(t, after[4]), false},
-		{"rolled_back", "get_forecast", v1, false},
-		{"approved", "read_f\u0456le", digestOf(t, after[5]), true},
+		{"approved", "get_forecast", digestOf(t, after[0]), false, false},
+		{"approved", "list_files", digestOf(t, after[1]), false, false},
+		{"approved", "send_report", digestOf(t, after[2]), true, false},
+		{"rejected", "render_html", digestOf(t, after[4]), false, false},
+		{"rolled_back", "get_forecast", v1, false, false},
+		{"approved", "read_f\u0456le", digestOf(t, after[5]), true, false},
+		{"approved", "get_alerts", digestOf(t, after[6]), false, true},
 	}
 	var got []auditLine
 	for _, l := range auditLines(t, tw)[startSeq:] {
@@ -200,13 +202,20 @@ func TestReviewPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st struct {
-			Decision, Server, Tool, Signer string
-			Digest                         warrant.Digest
-			AuditHead                      warrant.AuditHead
-			AcceptedSuspicious             bool
+			Type, Decision, Server, Tool, Signer string
+			Digest                               warrant.Digest
+			AuditHead                            warrant.AuditHead
+			AcceptedSuspicious                   bool
+			Approvals                            []warrant.BulkItem
 		}
 		if err := json.Unmarshal(body.Event.Statement, &st); err != nil {
 			t.Fatalf("entry %d: statement: %v", l.Seq, err)
+		}
+		if w.bulk { // the statement names the list; this entry is its only item
+			if st.Type != "toolwarrant-bulk-approval/v1" || len(st.Approvals) != 1 || st.Approvals[0] != (warrant.BulkItem{Tool: w.tool, Digest: w.digest}) || body.Event.Tool != w.tool {
+				t.Errorf("decision %d: entry %d: bulk statement %+v, want the one item %s %s", i, l.Seq, st, w.tool, w.digest)
+			}
+			st.Tool, st.Digest = body.Event.Tool, w.digest
 		}
 		if l.Type != w.kind || l.Actor != "alice@example.com" || st.Tool != w.tool || st.Digest != w.digest || st.Signer != "alice@example.com" ||
 			st.AcceptedSuspicious != w.accepted || st.AuditHead.Seq != l.Seq-1 || st.Decision != w.kind {
