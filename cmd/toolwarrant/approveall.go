@@ -25,7 +25,7 @@ time and listed. Nothing outside the list is approved: a tool crawled after the 
 read moves the audit head, and the statement is refused whole (read again, sign again).
 A statement names at most 25 tools (one DynamoDB transaction); more are approved by
 several statements, each over the head the last one left. --dry-run prints the list and
-signs nothing.`
+signs nothing. Not available with --remote yet (the approvals API has no bulk route).`
 
 // bulkJSON is what approve --all-pending reports (--json; docs/toolwarrant.md).
 type bulkJSON struct {
