@@ -137,21 +137,7 @@ func parseBulk(r *http.Request) (server string, items []warrant.BulkItem, head w
 // form listed.
 func (h *Handler) approveAll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if !h.sameOrigin(r) {
-		refuse(w, http.StatusForbidden, "a decision must come from the review page itself (Origin "+h.origin+")")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
-		refuse(w, http.StatusUnsupportedMediaType, "a decision is a form POST")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		refuse(w, http.StatusBadRequest, "unreadable form")
-		return
-	}
-	if !equal(r.PostForm.Get("csrf"), h.csrf) {
-		refuse(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page")
+	if !h.pageForm(w, r) {
 		return
 	}
 	bulk, ok := h.src.(BulkApprover)

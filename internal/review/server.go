@@ -310,25 +310,35 @@ func parseDecision(r *http.Request) (decision, error) {
 	return d, nil
 }
 
-// decide records one decision: a POST from the page itself (Origin), with its CSRF token,
-// over the head the page was rendered from.
-func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+// pageForm checks that a state-changing request is a form POST from the page itself:
+// its Origin, a bounded urlencoded body, the page's CSRF token. It answers the refusal
+// and returns false otherwise; r.PostForm is parsed when it returns true.
+func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request) bool {
 	if !h.sameOrigin(r) {
 		refuse(w, http.StatusForbidden, "a decision must come from the review page itself (Origin "+h.origin+")")
-		return
+		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
 		refuse(w, http.StatusUnsupportedMediaType, "a decision is a form POST")
-		return
+		return false
 	}
 	if err := r.ParseForm(); err != nil {
 		refuse(w, http.StatusBadRequest, "unreadable form")
-		return
+		return false
 	}
 	if !equal(r.PostForm.Get("csrf"), h.csrf) {
 		refuse(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page")
+		return false
+	}
+	return true
+}
+
+// decide records one decision: a POST from the page itself (Origin), with its CSRF token,
+// over the head the page was rendered from.
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if !h.pageForm(w, r) {
 		return
 	}
 	if h.decider == "" {
