@@ -66,6 +66,10 @@ func TestDependencyRules(t *testing.T) {
 			"github.com/agentgate-dev/agentgate/internal/app", "github.com/agentgate-dev/agentgate/internal/sqlitestore",
 			"github.com/agentgate-dev/agentgate/internal/keysigner", "github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"},
 			why: "the witness is a small service of its own: its state is one file, its key comes through checkpoint.MessageSigner (the key file is wired in cmd/toolwarrant); it links no catalog, store or SDK"},
+		{pkgs: []string{"./internal/approvalproof"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "database/sql", "google.golang.org/grpc", "github.com/modelcontextprotocol/",
+			"github.com/agentgate-dev/agentgate/internal/app/", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/dynamostore",
+			"github.com/agentgate-dev/agentgate/internal/keysigner", "github.com/agentgate-dev/agentgate/internal/mcpclient"},
+			why: "agentgate ci --approvals reads a published log and a committed bundle: checkpoint, tiles and audit's tree over HTTP or files, no catalog, store, SDK or MCP client"},
 		{pkgs: []string{"./internal/review"}, banned: []string{"github.com/aws/", "modernc.org/sqlite", "github.com/agentgate-dev/agentgate/internal/sqlitestore", "github.com/agentgate-dev/agentgate/internal/sshsig"},
 			why: "the review page is a transport over a Source: the catalog, the SSH signer and the approvals API client are wired in cmd/toolwarrant"},
 	}
