@@ -72,9 +72,19 @@ passes. A version 1 lockfile fails on every change.
 --sarif FILE also writes the changes as SARIF 2.1.0 for GitHub code scanning (one result
 per graded change, on the lockfile line of the item). Under GitHub Actions
 (GITHUB_ACTIONS=true) each change is also printed as an annotation on that line: ::error at
-or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or above --fail-on", "drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it"),
+or above --fail-on, ::warning below it.
+
+` + approvalsHelp + ` An approvals bundle (agentgate lock --approvals writes it), given as
+--approvals FILE, or with --offline and --policy alone (agentgate.approvals.json beside the
+lockfile), is verified without the log: the checkpoint against the policy and each approval's
+inclusion proof. That proves each approval is in the log up to the bundle's checkpoint; a
+rejection or a newer approval since is only seen online.` + exitCodes("no drift, or none at or above --fail-on; every locked digest approved (with --approvals)",
+			"drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it;\n     a locked digest not approved (with --approvals: approval-missing, approval-revoked)") +
+			"\n     (2 also when the approvals log, bundle or policy cannot be read or does not verify)",
 		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
   agentgate ci --fail-on warning --sarif agentgate.sarif
+  agentgate ci --approvals https://tlog.example.com/toolwarrant/ --policy toolwarrant.policy
+  agentgate ci --offline --policy toolwarrant.policy    # verifies agentgate.approvals.json
   # as a GitHub Actions step (action.yml in this repository):
   #   - uses: agentgate-dev/agentgate@main
   #     with: {fail-on: warning}`,
@@ -93,7 +103,8 @@ or above --fail-on, ::warning below it.` + exitCodes("no drift, or none at or ab
 	cmd.Flags().StringVar(&failOn, "fail-on", "info", "the lowest grade that fails: `LEVEL` info, warning or critical (env AGENTGATE_FAIL_ON; version 2 lockfiles)")
 	cmd.Flags().StringVar(&sarif, "sarif", "", "also write the changes as SARIF 2.1.0 to `FILE` (for GitHub code scanning)")
 	cmd.Flags().StringVar(&a.md.file, "markdown", "", "also write the report as Markdown to `FILE`, for a pull or merge request body (version 2 lockfiles)")
-	cmd.Flags().BoolVar(&a.pkg.offline, "offline", false, "start no server and ask no registry: check only that the config still runs the locked packages and versions")
+	cmd.Flags().BoolVar(&a.pkg.offline, "offline", false, "start no server and ask no registry: check only that the config still runs the locked packages and versions (and, with --policy, the approvals bundle)")
+	a.appr.register(cmd, false)
 	return cmd
 }
 
@@ -141,12 +152,24 @@ func (a *app) compare(cmd *cobra.Command, server string, asJSON, ci bool, failOn
 	if err != nil {
 		return err
 	}
+	var plan *approvalsPlan
+	if ci {
+		if plan, err = a.approvalsPlan(cmd, o, a.appr, false); err != nil {
+			return err
+		}
+	}
+	if plan != nil && version != lockfile.Version2 {
+		if version == 0 {
+			return cli.Exit(cli.ExitUsage, fmt.Errorf("%s not found; run 'agentgate lock' and commit it", a.rel(o.lockfile)))
+		}
+		return cli.Usage(cmd, "--approvals checks the tool digests of a version 2 lockfile; %s is version %d (upgrade it with 'agentgate lock --lockfile-version 2')", a.rel(o.lockfile), version)
+	}
 	if version == lockfile.Version2 {
 		cfg, err := a.loadConfig(o)
 		if err != nil {
 			return err
 		}
-		return a.compareV2(cmd, o, cfg, server, asJSON, ci, failOn, sarifPath, gha)
+		return a.compareV2(cmd, o, cfg, server, asJSON, ci, failOn, sarifPath, gha, plan)
 	}
 	if a.pkg.offline {
 		return usageOffline(version, a.rel(o.lockfile))

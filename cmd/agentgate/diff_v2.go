@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/approvalproof"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
 	"github.com/agentgate-dev/agentgate/internal/mcpclient"
@@ -33,16 +34,29 @@ func parseFailOn(s string) (warrant.Severity, bool) {
 // ciReportV2 is ci --json for a version 2 lockfile: the report and the verdict.
 type ciReportV2 struct {
 	*lockfile.ReportV2
-	// FailOn is the --fail-on level; Failing counts the changes graded at least that.
+	// FailOn is the --fail-on level; Failing counts the changes graded at least that, and
+	// the locked digests not approved (--approvals).
 	FailOn  warrant.Severity `json:"failOn"`
 	Failing int              `json:"failing"`
+	// Approvals is what --approvals found (absent without it).
+	Approvals *approvalproof.Report `json:"approvals,omitempty"`
 }
 
 // compareV2 implements diff and ci for a version 2 lockfile.
-func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, server string, asJSON, ci bool, failOn warrant.Severity, sarifPath string, gha bool) error {
+func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, server string, asJSON, ci bool, failOn warrant.Severity, sarifPath string, gha bool, plan *approvalsPlan) error {
 	locked, err := a.readLockfileV2(o)
 	if err != nil {
 		return err
+	}
+	// The approvals log (or bundle) is read and verified before any server is started: a
+	// log that cannot be read stops the run at once.
+	var approvals *approvalproof.Report
+	if plan != nil {
+		run, err := a.readApprovals(cmd.Context(), plan)
+		if err != nil {
+			return err
+		}
+		approvals = run.check(locked)
 	}
 	servers, err := a.selectServers(cmd, o, cfg, server, hasKey(locked.Servers, server))
 	if err != nil {
@@ -103,14 +117,25 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 	addFindings(report, liveSnap, lockedSnap)
 	report.PackageWarnings = a.floatingWarnings(o, pkgs)
 	failing := report.AtLeast(failOn)
+	unapproved := 0
+	if approvals != nil {
+		unapproved = approvals.Critical
+	}
+	md := func() []byte {
+		b := a.markdownReport(report, live, o, ci, failOn, failing)
+		if approvals != nil {
+			b = append(b, a.markdownApprovals(approvals)...)
+		}
+		return b
+	}
 
 	switch {
 	case a.md.stdout:
-		if _, err := a.env.Stdout.Write(a.markdownReport(report, live, o, ci, failOn, failing)); err != nil {
+		if _, err := a.env.Stdout.Write(md()); err != nil {
 			return cli.Exit(cli.ExitUsage, err)
 		}
 	case asJSON && ci:
-		if err := writeJSON(a.env.Stdout, ciReportV2{ReportV2: report, FailOn: failOn, Failing: failing}); err != nil {
+		if err := writeJSON(a.env.Stdout, ciReportV2{ReportV2: report, FailOn: failOn, Failing: failing + unapproved, Approvals: approvals}); err != nil {
 			return cli.Exit(cli.ExitUsage, err)
 		}
 	case asJSON:
@@ -119,6 +144,9 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		}
 	case ci:
 		a.renderCIV2(a.env.Stdout, report, live, o, failOn, failing)
+		if approvals != nil {
+			a.renderApprovals(a.env.Stdout, approvals)
+		}
 	default:
 		r := renderer{w: a.env.Stdout, color: colorOK(a.env), lockName: a.rel(o.lockfile), configName: a.rel(o.config)}
 		r.reportV2(report, live)
@@ -130,6 +158,9 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		findings = append(findings, finding{rule: pw.Rule, severity: pw.Severity, message: pw.Message, file: a.workspaceRel(o.lockfile),
 			line: cmp.Or(lines[pw.Server+"\x00package"], lines[pw.Server]), key: pw.Server + "\x00" + string(pw.Rule) + "\x00" + pw.Pinned})
 	}
+	if approvals != nil {
+		findings = append(findings, approvalFindings(approvals, lines, a.workspaceRel(o.lockfile))...)
+	}
 	if gha {
 		a.annotationsFrom(findings)
 	}
@@ -139,9 +170,12 @@ func (a *app) compareV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, serve
 		}
 	}
 	if a.md.file != "" {
-		if err := a.writeMarkdown(a.abs(a.md.file), a.markdownReport(report, live, o, ci, failOn, failing)); err != nil {
+		if err := a.writeMarkdown(a.abs(a.md.file), md()); err != nil {
 			return err
 		}
+	}
+	if unapproved > 0 {
+		return cli.Found()
 	}
 	if !report.Drift {
 		return nil
@@ -441,6 +475,8 @@ type finding struct {
 	file     string
 	line     int
 	key      string // stable identity of the change, for fingerprints
+	// next is what to do, for annotations ("": review with diff, accept with lock).
+	next string
 }
 
 func findingsV2(rep *lockfile.ReportV2, lines map[string]int, file string, failOn warrant.Severity) []finding {
@@ -491,6 +527,10 @@ func (a *app) annotationsFrom(fs []finding) {
 			props += fmt.Sprintf(",line=%d", f.line)
 		}
 		props += ",title=" + ghaProp(fmt.Sprintf("agentgate: %s %s", f.severity, f.rule))
-		fmt.Fprintf(a.ghaOut, "::%s %s::%s\n", kind, props, ghaData(f.message+"; run 'agentgate diff' to review, 'agentgate lock' to accept"))
+		next := f.next
+		if next == "" {
+			next = "run 'agentgate diff' to review, 'agentgate lock' to accept"
+		}
+		fmt.Fprintf(a.ghaOut, "::%s %s::%s\n", kind, props, ghaData(f.message+"; "+next))
 	}
 }

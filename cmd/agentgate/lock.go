@@ -42,13 +42,25 @@ every server as the profiles it was locked as.
 
 Nothing is written unless every listing succeeded. If the surface is unchanged the files are
 left as they are. --server NAME refreshes one server and keeps the others as locked (a NAME
-no longer in the config is dropped from the lockfile).` + cli.ExitCodes("the lockfile was written or is already up to date", "",
-			"could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time, a config with no server"),
+no longer in the config is dropped from the lockfile).
+
+With --approvals LOG --policy FILE (env AGENTGATE_APPROVALS, AGENTGATE_APPROVALS_POLICY; version
+2), lock also proves that every tool digest it pins is approved in toolwarrant's transparency
+log — a tlog-tiles directory or http(s) URL, verified under the c2sp.org/tlog-policy FILE as
+'toolwarrant audit verify --policy' checks it, every entry hashed to the checkpoint's root —
+and writes agentgate.approvals.json beside the lockfile (--approvals-bundle PATH): the
+checkpoint note with its cosignatures and, per digest, the approval entry's index, its bytes
+and an inclusion proof. Commit it: 'agentgate ci --approvals agentgate.approvals.json' (or
+--offline) verifies it without the log. A digest that is not its tool's approved digest
+refuses the lock (exit 1) and nothing is written.` + cli.ExitCodes("the lockfile was written or is already up to date",
+			"with --approvals: a locked tool digest is not approved (nothing was written)",
+			"could not run: usage error, unreadable or invalid config or lockfile,\n     a server that cannot be started, reached or listed in time, a config with no server,\n     an approvals log or policy that cannot be read or does not verify"),
 		Example: `  agentgate lock
   agentgate lock --profile generic,vscode
   agentgate lock --capabilities '{"roots":{},"sampling":{}}' --profile-name my-agent
   agentgate lock --lockfile-version 2            # upgrade a version 1 lockfile
-  agentgate lock --config .vscode/mcp.json --server github`,
+  agentgate lock --config .vscode/mcp.json --server github
+  agentgate lock --approvals https://tlog.example.com/toolwarrant/ --policy toolwarrant.policy`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.lockRun(cmd, version, server, noSnapshot, pf); err != nil {
@@ -72,6 +84,7 @@ no longer in the config is dropped from the lockfile).` + cli.ExitCodes("the loc
 	cmd.Flags().StringVar(&pf.capabilities, "capabilities", "", "also list as a client declaring these ClientCapabilities (a `JSON` object), named by --profile-name")
 	cmd.Flags().StringVar(&pf.profileName, "profile-name", "custom", "the `NAME` of the --capabilities profile in the lockfile")
 	cmd.Flags().StringVar(&pf.protocolVersion, "protocol-version", mcpclient.LegacyProtocolVersion, "the MCP protocol `REVISION` the --capabilities profile offers")
+	a.appr.register(cmd, true)
 	return cmd
 }
 
@@ -108,6 +121,13 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 	if target == 0 {
 		target = lockfile.Version2
 	}
+	plan, err := a.approvalsPlan(cmd, o, a.appr, true)
+	if err != nil {
+		return err
+	}
+	if plan != nil && target != lockfile.Version2 {
+		return cli.Usage(cmd, "--approvals proves the tool digests of a version 2 lockfile; %s is version 1 (upgrade it with --lockfile-version 2)", a.rel(o.lockfile))
+	}
 	if target == lockfile.Version {
 		if a.pkg.pinTLS || a.pkg.none {
 			return cli.Usage(cmd, "package identity needs lockfile version 2 (%s is version 1: upgrade it with --lockfile-version 2)", a.rel(o.lockfile))
@@ -140,7 +160,15 @@ func (a *app) lockRun(cmd *cobra.Command, version int, server string, noSnapshot
 		a.lockOut.Upgraded = true
 		a.say("upgrading %s from lockfileVersion 1 to 2\n", a.rel(o.lockfile))
 	}
-	return a.lockV2(cmd, o, cfg, old, server, explicit, !noSnapshot)
+	var approvals *approvalsRun
+	if plan != nil {
+		// Read and verified before any server is started: a log that cannot be read stops
+		// the lock at once.
+		if approvals, err = a.readApprovals(cmd.Context(), plan); err != nil {
+			return err
+		}
+	}
+	return a.lockV2(cmd, o, cfg, old, server, explicit, !noSnapshot, approvals)
 }
 
 func (a *app) lock(cmd *cobra.Command, o opts, server string, withSnapshot bool) error {

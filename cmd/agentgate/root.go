@@ -58,6 +58,8 @@ type app struct {
 	failed       []string
 	lockJSON     bool       // lock --json
 	lockOut      lockResult // what lock did, for --json
+
+	appr approvalFlags // lock and ci --approvals, --policy
 }
 
 func newRoot(env cli.Env, d deps) *cobra.Command {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/agentgate-dev/agentgate/internal/approvalproof"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/findings"
 	"github.com/agentgate-dev/agentgate/internal/lockfile"
@@ -103,6 +104,7 @@ type sarifRegion struct {
 const (
 	driftGradingURI = "https://github.com/agentgate-dev/agentgate/blob/main/docs/drift-grading.md"
 	findingsURI     = "https://github.com/agentgate-dev/agentgate/blob/main/docs/findings.md"
+	approvalsURI    = "https://github.com/agentgate-dev/agentgate/blob/main/docs/agentgate.md#approvals-ci-that-proves-every-pinned-tool-was-approved"
 )
 
 // ruleV1Drift is the one rule of a version 1 lockfile's findings: every drift fails.
@@ -136,6 +138,10 @@ func sarifRules() []sarifRule {
 	}
 	add(lockfile.RuleUngraded, warrant.Critical, "a change that cannot be graded because the locked definition is not in the snapshot (fail closed)")
 	add(ruleV1Drift, warrant.Critical, "a tool's name, description or input schema differs from agentgate.lock (lockfile version 1)")
+	help = approvalsURI
+	for _, r := range approvalproof.Rules {
+		add(r.Rule, r.Severity, r.Summary)
+	}
 	help = findingsURI
 	for _, r := range findings.Rules {
 		if r.Rule != findings.RuleHiddenCharacters { // graded by suspicious-text-added

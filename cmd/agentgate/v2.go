@@ -41,6 +41,8 @@ type lockResult struct {
 	// Findings are the first-sight findings on the definitions pinned for the first time
 	// (docs/findings.md), most severe first.
 	Findings []sightedFinding `json:"findings,omitempty"`
+	// Approvals is what lock --approvals proved and wrote.
+	Approvals *lockApprovalsResult `json:"approvals,omitempty"`
 }
 
 // say prints a line of lock's human output (nothing under --json).
@@ -203,7 +205,7 @@ func surfaceOf(results []listedV2, generatedBy string, o opts, a *app) (*lockfil
 
 // lockV2 writes a version 2 lockfile. old is the lockfile being refreshed (nil for a new
 // one or an upgrade from version 1).
-func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *lockfile.LockfileV2, server string, explicit []mcpclient.Profile, withSnapshot bool) error {
+func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *lockfile.LockfileV2, server string, explicit []mcpclient.Profile, withSnapshot bool, approvals *approvalsRun) error {
 	var oldSnap lockfile.SnapshotV2
 	if old != nil {
 		oldSnap = a.readSnapshotV2(o)
@@ -269,7 +271,18 @@ func (a *app) lockV2(cmd *cobra.Command, o opts, cfg *mcpclient.Config, old *loc
 	if withSnapshot {
 		marshalSnap = func() ([]byte, error) { return lockfile.MarshalSnapshotV2(snap) }
 	}
-	return a.writeLock(o, data, " (lockfileVersion 2)", what, dropped, marshalSnap)
+	if approvals == nil {
+		return a.writeLock(o, data, " (lockfileVersion 2)", what, dropped, marshalSnap)
+	}
+	// Every digest must be approved before anything is written.
+	bundle, err := a.lockApprovals(approvals, next)
+	if err != nil {
+		return err
+	}
+	if err := a.writeLock(o, data, " (lockfileVersion 2)", what, dropped, marshalSnap); err != nil {
+		return err
+	}
+	return a.writeBundle(o, approvals.plan, bundle)
 }
 
 // snapshotMatchesV2 reports whether the snapshot entries of one server are exactly what s

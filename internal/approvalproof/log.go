@@ -18,11 +18,11 @@ import (
 var (
 	// ErrUnreadable: the log, the bundle or a file of them could not be read (missing,
 	// unreachable, over a bound, not a regular file).
-	ErrUnreadable = errors.New("cannot read the approvals log")
+	ErrUnreadable = errors.New("cannot read")
 	// ErrUntrusted: what was read does not verify — a checkpoint not signed by the
 	// policy's log key or short of its witness quorum, entries that do not hash to the
 	// checkpoint's root, a bundle whose proof or entry does not check.
-	ErrUntrusted = errors.New("the approvals log does not verify")
+	ErrUntrusted = errors.New("not verified")
 )
 
 // Decision types: the audit entry types that decide a tool's approved digest.
