@@ -218,6 +218,14 @@ func TestCIApprovals(t *testing.T) {
 	if r := runCLI(t, d, nil, "lock", "--approvals", logURL, "--policy", policy); r.code != 0 || !strings.Contains(r.stdout, "agentgate.approvals.json is up to date") {
 		t.Errorf("a second lock --approvals: %+v", r)
 	}
+	var lj struct {
+		Approvals *lockApprovalsResult `json:"approvals"`
+	}
+	r = runCLI(t, d, nil, "lock", "--approvals", logURL, "--policy", policy, "--json", "--approvals-bundle", filepath.Join(dir, "other.approvals.json"))
+	if err := json.Unmarshal([]byte(r.stdout), &lj); r.code != 0 || err != nil || lj.Approvals == nil || !lj.Approvals.Written || lj.Approvals.Approvals != 2 ||
+		lj.Approvals.Bundle != "other.approvals.json" || readFile(t, filepath.Join(dir, "other.approvals.json")) != goodBundle {
+		t.Errorf("lock --approvals --json --approvals-bundle: %v %+v", err, r)
+	}
 	for _, args := range [][]string{{"ci", "--approvals", "agentgate.approvals.json", "--policy", policy}, {"ci", "--offline", "--policy", policy}} {
 		r := runCLI(t, d, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "ok (offline): 2 locked tool digests approved as of checkpoint ") || !strings.Contains(r.stdout, "only seen online") {
@@ -276,6 +284,11 @@ func TestCIApprovals(t *testing.T) {
 	if r := runCLI(t, d, map[string]string{"GITHUB_ACTIONS": "true"}, "ci", "--approvals", logURL, "--policy", policy); r.code != 1 ||
 		!strings.Contains(r.stdout, "::error file=agentgate.lock,line=") || !strings.Contains(r.stdout, "review it: toolwarrant show wx get_alerts --version ") {
 		t.Errorf("ci --approvals under GitHub Actions: %+v", r)
+	}
+	md := filepath.Join(dir, "pr.md")
+	if r := runCLI(t, d, nil, "ci", "--approvals", logURL, "--policy", policy, "--markdown", md); r.code != 1 ||
+		!strings.Contains(readFile(t, md), "### Approvals\n\n**CRITICAL**: 2 of 3 locked tool digests are not approved") || !strings.Contains(readFile(t, md), "| approval-revoked | `wx` | `get_alerts` |") {
+		t.Errorf("ci --approvals --markdown: %+v\n%s", r, readFile(t, md))
 	}
 	// Offline, the old bundle still proves get_alerts' approval: a rejection after it is
 	// only seen online. echo, which it does not hold, is missing.

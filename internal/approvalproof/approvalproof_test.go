@@ -60,7 +60,7 @@ type testLog struct {
 	entries [][]byte
 }
 
-func newLog(t *testing.T, events []event) *testLog {
+func newLog(t testing.TB, events []event) *testLog {
 	t.Helper()
 	l := &testLog{dir: t.TempDir(), key: newEd(t)}
 	var err error
@@ -84,7 +84,7 @@ func newLog(t *testing.T, events []event) *testLog {
 }
 
 // publish writes the bundles and the checkpoint, cosigned by witnesses.
-func (l *testLog) publish(t *testing.T, witnesses []*checkpoint.Cosigner) {
+func (l *testLog) publish(t testing.TB, witnesses []*checkpoint.Cosigner) {
 	t.Helper()
 	tr := &audit.Tree{}
 	for _, e := range l.entries {
@@ -123,7 +123,7 @@ func (l *testLog) publish(t *testing.T, witnesses []*checkpoint.Cosigner) {
 	write(t, filepath.Join(l.dir, "checkpoint"), nb)
 }
 
-func write(t *testing.T, path string, b []byte) {
+func write(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -397,4 +397,44 @@ func TestBundleRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzVerifyBundle: any input is refused with ErrUntrusted or verifies; what verifies
+// checks without panicking, and every approval it proves names a decision of its digest.
+func FuzzVerifyBundle(f *testing.F) {
+	l := newLog(f, decisions)
+	p, err := checkpoint.ParsePolicy([]byte("log " + l.vkey + "\nquorum none\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	log, err := approvalproof.Read(context.Background(), approvalproof.Dir(l.dir), p, approvalproof.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := log.Bundle(log.Check([]approvalproof.Want{{Server: "wx", Tool: "echo", Digest: digest('c')}}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, _ := b.Marshal()
+	f.Add(good)
+	f.Add([]byte(`{"type":"agentgate-approvals/v1","checkpoint":"","approvals":[]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := approvalproof.VerifyBundle(data, p)
+		if err != nil {
+			if !errors.Is(err, approvalproof.ErrUntrusted) {
+				t.Fatalf("error not ErrUntrusted: %v", err)
+			}
+			return
+		}
+		var wants []approvalproof.Want
+		for _, a := range v.Approvals {
+			wants = append(wants, approvalproof.Want{Server: a.Server, Tool: a.Tool, Digest: a.Digest})
+		}
+		for _, r := range v.Check(wants) {
+			if r.Status == approvalproof.StatusMissing {
+				t.Fatalf("a proven approval is missing: %+v", r)
+			}
+		}
+	})
 }
