@@ -224,7 +224,7 @@ func (a *app) sourceName(r *approvalproof.Report) string {
 
 // approvalLine is one failing digest in ci's text output and lock's refusal.
 func approvalLine(x approvalproof.Result) string {
-	return fmt.Sprintf("%-8s server %q tool %q %s: %s: %s; review it: %s, then %s", warrant.Critical, visible(x.Server), visible(x.Tool), x.Digest, x.Rule, x.Reason, x.Review, x.Approve)
+	return fmt.Sprintf("%-8s server %q tool %q %s: %s: %s; review it: %s, then %s", warrant.Critical, visible(x.Server), visible(x.Tool), x.Digest, x.Rule, x.Reason, visible(x.Review), visible(x.Approve))
 }
 
 // cosigned says who cosigned a report's checkpoint.
@@ -278,7 +278,7 @@ func approvalFindings(r *approvalproof.Report, lines map[string]int, file string
 		out = append(out, finding{rule: x.Rule, severity: warrant.Critical, failing: true, file: file, line: line,
 			message: fmt.Sprintf("server %q tool %q %s: %s", visible(x.Server), visible(x.Tool), x.Digest, x.Reason),
 			key:     strings.Join([]string{"approval", x.Server, x.Tool, x.Digest, string(x.Rule)}, "\x00"),
-			next:    "review it: " + x.Review + ", then " + x.Approve})
+			next:    "review it: " + visible(x.Review) + ", then " + visible(x.Approve)})
 	}
 	return out
 }
