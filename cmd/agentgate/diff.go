@@ -74,11 +74,12 @@ per graded change, on the lockfile line of the item). Under GitHub Actions
 (GITHUB_ACTIONS=true) each change is also printed as an annotation on that line: ::error at
 or above --fail-on, ::warning below it.
 
-` + approvalsHelp + ` An approvals bundle (agentgate lock --approvals writes it), given as
---approvals FILE, or with --offline and --policy alone (agentgate.approvals.json beside the
-lockfile), is verified without the log: the checkpoint against the policy and each approval's
-inclusion proof. That proves each approval is in the log up to the bundle's checkpoint; a
-rejection or a newer approval since is only seen online.` + exitCodes("no drift, or none at or above --fail-on; every locked digest approved (with --approvals)",
+` + approvalsHelp + `
+An approvals bundle (agentgate lock --approvals writes it), given as --approvals FILE, or
+with --offline and --policy alone (agentgate.approvals.json beside the lockfile), is
+verified without the log: the checkpoint against the policy and each approval's inclusion
+proof. That proves each approval is in the log up to the bundle's checkpoint; a rejection
+or a newer approval since is only seen online.` + exitCodes("no drift, or none at or above --fail-on; every locked digest approved (with --approvals)",
 			"drift at or above --fail-on: run 'agentgate diff' to see it, and 'agentgate lock' to accept it;\n     a locked digest not approved (with --approvals: approval-missing, approval-revoked)") +
 			"\n     (2 also when the approvals log, bundle or policy cannot be read or does not verify)",
 		Example: `  agentgate ci --config .mcp.json --lockfile agentgate.lock
