@@ -97,6 +97,8 @@ type Catalog struct {
 	v1 *derived
 	// pins says the package pins table is there (catalog_packages.go).
 	pins bool
+	// policies is whether the review policies table exists (catalog_policies.go).
+	policies bool
 }
 
 // OpenCatalog opens (or, with Create, creates) the catalog at cfg.Path.
@@ -163,6 +165,9 @@ func OpenCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	}
 	if err == nil {
 		err = c.openPackages(ctx)
+	}
+	if err == nil {
+		err = c.openPolicies(ctx)
 	}
 	if err != nil {
 		c.Close()

@@ -142,3 +142,11 @@ var _ warrant.BulkAttester = SSHAttester{}
 func (a SSHAttester) AttestBulk(_ context.Context, c warrant.BulkClaim) ([]byte, []byte, error) {
 	return Sign(NewBulkApproval(c.Server, c.Items, c.Decider, c.Head, c.At), a.Signer)
 }
+
+var _ warrant.PolicyAttester = SSHAttester{}
+
+// AttestPolicy signs the claim's policy change statement (NewPolicyChange) with the
+// person's key and returns its canonical bytes and the armored signature.
+func (a SSHAttester) AttestPolicy(_ context.Context, c warrant.PolicyClaim) ([]byte, []byte, error) {
+	return Sign(NewPolicyChange(c.Action, c.Policy, c.Digest, c.Decider, c.Head, c.At), a.Signer)
+}

@@ -22,6 +22,10 @@ const (
 	// TypeBulk is a bulk approval: one statement approving an exact list of digests of
 	// one server's tools (warrant.Service.ApproveAllAs), signed in NamespaceApproval.
 	TypeBulk = "toolwarrant-bulk-approval/v1"
+	// TypePolicy adds or revokes a review policy (warrant.Service.AddPolicy,
+	// RevokePolicy), signed in NamespaceApproval: Action add or revoke, the policy and
+	// its digest.
+	TypePolicy = "toolwarrant-review-policy/v1"
 	// EventTrustChanged is the audit entry type of trust list changes.
 	EventTrustChanged = "trust_changed"
 )
@@ -99,9 +103,12 @@ type Statement struct {
 	// Approvals is a bulk approval's exact list (TypeBulk, with Decision approved and
 	// Server): every tool and digest it approves, and nothing else.
 	Approvals []warrant.BulkItem `json:"approvals,omitempty"`
-	// Trust changes: Action is add or remove, Subject the key added or removed.
-	Action  string `json:"action,omitempty"`
-	Subject *Key   `json:"subject,omitempty"`
+	// Trust changes: Action is add or remove, Subject the key added or removed. Policy
+	// changes: Action is add or revoke, Policy the policy and PolicyDigest its digest.
+	Action       string                `json:"action,omitempty"`
+	Subject      *Key                  `json:"subject,omitempty"`
+	Policy       *warrant.ReviewPolicy `json:"policy,omitempty"`
+	PolicyDigest warrant.Digest        `json:"policyDigest,omitempty"`
 	// Signer is the signer's principal; AuditHead the head they read; At when they signed.
 	Signer    string            `json:"signer"`
 	AuditHead warrant.AuditHead `json:"auditHead"`
@@ -129,6 +136,11 @@ func NewBulkApproval(server string, items []warrant.BulkItem, signer string, hea
 		Signer: signer, AuditHead: head, At: at.UTC().Format(time.RFC3339)}
 }
 
+// NewPolicyChange builds the statement for adding or revoking a review policy.
+func NewPolicyChange(action string, p warrant.ReviewPolicy, d warrant.Digest, signer string, head warrant.AuditHead, at time.Time) Statement {
+	return Statement{Type: TypePolicy, Action: action, Policy: &p, PolicyDigest: d, Signer: signer, AuditHead: head, At: at.UTC().Format(time.RFC3339)}
+}
+
 // ParseStatement reads a statement strictly (canonical JSON, known fields only).
 func ParseStatement(b []byte) (Statement, error) {
 	c, err := canon.Transform(b)
@@ -141,7 +153,7 @@ func ParseStatement(b []byte) (Statement, error) {
 	if err := d.Decode(&s); err != nil {
 		return Statement{}, fmt.Errorf("statement: %v", err)
 	}
-	if s.Type != TypeDecision && s.Type != TypeTrust && s.Type != TypeBulk {
+	if s.Type != TypeDecision && s.Type != TypeTrust && s.Type != TypeBulk && s.Type != TypePolicy {
 		return Statement{}, fmt.Errorf("statement type %q", s.Type)
 	}
 	return s, nil
@@ -264,6 +276,25 @@ type State struct {
 	// bulk is the bulk approval whose entries are being read: its statement, the entry
 	// expected next and the number of the last one read. Nil between them.
 	bulk *bulkRun
+	// Policies are the active review policies, by digest.
+	Policies map[warrant.Digest]ActivePolicy
+}
+
+// ActivePolicy is a review policy in force, as audit verify replays it.
+type ActivePolicy struct {
+	Policy warrant.ReviewPolicy
+	Signer string
+	// Entry is the audit entry that added it.
+	Entry int64
+}
+
+// PolicyChange is the body of a policy_added or policy_revoked audit entry.
+type PolicyChange struct {
+	Name      string               `json:"name"`
+	Digest    warrant.Digest       `json:"digest"`
+	Policy    warrant.ReviewPolicy `json:"policy"`
+	Statement json.RawMessage      `json:"statement"`
+	Signature string               `json:"signature"`
 }
 
 type bulkRun struct {
@@ -285,6 +316,11 @@ type DecisionEvent struct {
 	// Items consecutive entries recorded for one TypeBulk statement. Absent otherwise.
 	Item  *int `json:"item,omitempty"`
 	Items int  `json:"items,omitempty"`
+	// Expect is the approved digest the decision replaced ("" for none).
+	Expect warrant.Digest `json:"expect"`
+	// Policy, on an approval by a review policy, names the policy and what it accepted;
+	// such an entry carries no statement of its own.
+	Policy *warrant.PolicyApproval `json:"policy,omitempty"`
 }
 
 // Describes reports whether s is a decision statement for the decision entry r with body
@@ -338,10 +374,15 @@ func (st *State) step(r warrant.AuditRecord, event json.RawMessage, prev warrant
 		}
 		st.List = &next
 		return nil
+	case warrant.EventPolicyAdded, warrant.EventPolicyRevoked:
+		return st.stepPolicy(r, event, prev)
 	case string(warrant.DecisionApproved), string(warrant.DecisionRejected), string(warrant.DecisionRolledBack):
 		var d DecisionEvent
 		if err := json.Unmarshal(event, &d); err != nil {
 			return []string{"decision is not readable: " + err.Error()}
+		}
+		if d.Policy != nil {
+			return st.stepByPolicy(r, d)
 		}
 		if len(d.Statement) == 0 {
 			return []string{"the decision carries no person's signature"}

@@ -98,6 +98,14 @@ type Catalog interface {
 	// in one read: what the gateway processor (extmcp) loads and refreshes.
 	Approvals(ctx context.Context) ([]Approval, error)
 
+	// Policies returns the active review policies (Seq 0 and none when none was ever
+	// added).
+	Policies(ctx context.Context) (PolicySet, error)
+	// SetPolicies replaces the active review policies with next, if and only if the
+	// stored set's Seq is next.Seq-1 (ErrConflict otherwise; ErrInvalid when next is not
+	// a valid set). What a policy approved is not touched.
+	SetPolicies(ctx context.Context, next PolicySet, a AuditAppend) error
+
 	// AppendAudit appends records that accompany no other write (trust list changes, for
 	// example), if the head is still a.Prev. ErrConflict otherwise; ErrInvalid when the
 	// records do not link to a.Prev or a holds none.

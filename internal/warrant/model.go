@@ -285,6 +285,9 @@ type Decision struct {
 	// written only if it is still the head, so nobody approves against a log they have not
 	// seen. Nil chains from whatever the head is.
 	ReadHead *AuditHead
+	// Policy, on an approval made by a review policy (Actor "policy:NAME"), names the
+	// policy and what it accepted. Like Statement it is stored in the audit entry only.
+	Policy *PolicyApproval
 }
 
 // Approval is a tool's current approved digest.

@@ -32,6 +32,10 @@ type Config struct {
 	// names of the rules that found something (findings.FirstSight). A bulk approval
 	// names only tools it finds nothing in; nil: no tool is approved in bulk.
 	FirstSight func(canonical []byte, siblings []string) ([]string, error)
+	// ApplyPolicies makes Ingest approve the new versions the active review policies
+	// accept (docs/toolwarrant.md, "Review policies"). Off where the crawl may not write
+	// approvals (the AWS crawl role).
+	ApplyPolicies bool
 }
 
 // Service is toolwarrant's use cases: adding servers, a crawl run (Crawl, Ingest), the one
@@ -44,6 +48,7 @@ type Service struct {
 	now      func() time.Time
 	attempts int
 	screen   func(canonical []byte, siblings []string) ([]string, error)
+	policies bool
 
 	// tools and names cache the catalog's tool records and names (for the look-alike
 	// check) as of the audit head namesAt (catalogTools). Only with an Auditor, whose
@@ -59,7 +64,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("warrant: Config.Catalog is required")
 	}
-	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts, screen: cfg.FirstSight}
+	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts, screen: cfg.FirstSight, policies: cfg.ApplyPolicies}
 	if s.identity == "" {
 		s.identity = "unknown"
 	}
@@ -213,6 +218,11 @@ type IngestResult struct {
 	// Removed are tools the previous crawl (the server's last SourceCrawl record; gateway
 	// records are partial and never count) listed and this one did not, sorted.
 	Removed []string `json:"removed"`
+	// ByPolicy are the new versions an active review policy approved (Config.ApplyPolicies),
+	// sorted by tool; PolicyError says why policies could not be applied (the versions
+	// stay pending), "" when they were.
+	ByPolicy    []PolicyDecision `json:"byPolicy"`
+	PolicyError string           `json:"policyError,omitempty"`
 }
 
 // Ingest digests every tool of a listing and records the crawl: one observation per tool
@@ -221,7 +231,7 @@ type IngestResult struct {
 // (IngestResult.Refused, and an observation saying why) while the rest is recorded.
 // ErrNotFound for an unknown server.
 func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
-	res := IngestResult{Server: l.Server, Tools: len(l.Tools), New: []NewVersion{}, Removed: []string{}}
+	res := IngestResult{Server: l.Server, Tools: len(l.Tools), New: []NewVersion{}, Removed: []string{}, ByPolicy: []PolicyDecision{}}
 	if _, err := s.cat.Server(ctx, l.Server); err != nil {
 		return res, err
 	}
@@ -362,6 +372,18 @@ func (s *Service) Ingest(ctx context.Context, l Listing) (IngestResult, error) {
 			return res, err
 		}
 		res.New = append(res.New, nv)
+	}
+	if s.policies {
+		approved := make(map[string]Digest, len(byTool))
+		for t, tr := range byTool {
+			approved[t] = tr.Approved
+		}
+		done, err := s.applyPolicies(ctx, l.Server, res.New, approved)
+		res.ByPolicy = append(res.ByPolicy, done...)
+		if err != nil {
+			// The crawl is recorded; the versions stay pending for a person, which is safe.
+			res.PolicyError = err.Error()
+		}
 	}
 	return res, nil
 }

@@ -58,7 +58,7 @@ func OpenToolwarrant(ctx context.Context, c ToolwarrantConfig) (*Toolwarrant, er
 		}
 		auditor = &audit.Chainer{Signer: t.LogKey}
 	}
-	if t.Service, err = warrant.New(warrant.Config{Catalog: cat, Auditor: auditor, Identity: c.Identity, Now: c.Now, FirstSight: findings.FirstSight}); err != nil {
+	if t.Service, err = warrant.New(warrant.Config{Catalog: cat, Auditor: auditor, Identity: c.Identity, Now: c.Now, FirstSight: findings.FirstSight, ApplyPolicies: true}); err != nil {
 		cat.Close()
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func CreateToolwarrant(ctx context.Context, c ToolwarrantConfig, keyType string)
 		os.Remove(c.Catalog)
 		return nil, err
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: key}, Identity: c.Identity, Now: c.Now, FirstSight: findings.FirstSight})
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: key}, Identity: c.Identity, Now: c.Now, FirstSight: findings.FirstSight, ApplyPolicies: true})
 	if err != nil {
 		cat.Close()
 		return nil, err

@@ -31,6 +31,7 @@ func Run(t *testing.T, newCatalog func(t *testing.T) warrant.Catalog) {
 	t.Run("ServiceCheckDecision", func(t *testing.T) { testServiceCheckDecision(t, newCatalog(t)) })
 	t.Run("ServiceDecideAs", func(t *testing.T) { testServiceDecideAs(t, newCatalog(t)) })
 	t.Run("ServiceApproveAll", func(t *testing.T) { testServiceApproveAll(t, newCatalog(t)) })
+	t.Run("ServiceReviewPolicies", func(t *testing.T) { testServiceReviewPolicies(t, newCatalog(t)) })
 	t.Run("DecideCheckAndSet", func(t *testing.T) { testDecide(t, newCatalog(t)) })
 	t.Run("AuditHeadCheckAndSet", func(t *testing.T) { testAudit(t, newCatalog(t)) })
 	t.Run("AuditFailureWritesNothing", func(t *testing.T) { testAuditAtomic(t, newCatalog(t)) })
