@@ -29,6 +29,9 @@ type crawlJSON struct {
 	NewVersions []newVersionJSON  `json:"newVersions"`
 	Refused     []refusedToolJSON `json:"refused"`
 	Removed     []string          `json:"removed"`
+	// PolicyError says why the review policies could not be applied (the new versions
+	// stay pending).
+	PolicyError string `json:"policyError,omitempty"`
 }
 
 type newVersionJSON struct {
@@ -41,6 +44,9 @@ type newVersionJSON struct {
 	// Findings are the first-sight findings of the new version that its baseline did not
 	// have (docs/findings.md): what its text asks of the model.
 	Findings []findings.Finding `json:"findings"`
+	// ApprovedByPolicy is set when an active review policy approved the version at this
+	// crawl: the policy, its digest, and what it accepted.
+	ApprovedByPolicy *warrant.PolicyApproval `json:"approvedByPolicy,omitempty"`
 }
 
 type refusedToolJSON struct {
@@ -70,7 +76,7 @@ for all pages of tools/list (24 MiB) and $TOOLWARRANT_CRAWL_MAX_SERVER_BYTES for
 the server sends (32 MiB). A server over a bound is not recorded; the others are. Header values come from the variables named by
 'server add --header-env'. Progress goes to stderr when it is a terminal.` +
 			exitCodes("every server was crawled and nothing new was seen",
-				"every server was crawled, and a new version was recorded or a tool refused") +
+				"every server was crawled, and a new version was left pending or a tool refused (a version\n     an active review policy approved is not pending)") +
 			"\n     (2 is also returned when some servers were crawled and others could not be; what\n     could be crawled is recorded)",
 		Example: "  toolwarrant crawl\n  toolwarrant crawl weather --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -132,15 +138,24 @@ the server sends (32 MiB). A server over a bound is not recorded; the others are
 				if len(res.New) > 0 {
 					siblings = a.toolNames(cmd.Context(), svc, o.Server)
 				}
+				byPolicy := map[string]*warrant.PolicyApproval{}
+				for _, pd := range res.ByPolicy {
+					byPolicy[pd.Tool] = &pd.Policy
+				}
+				pending := 0
 				for _, nv := range res.New {
 					r.NewVersions = append(r.NewVersions, newVersionJSON{Tool: nv.Tool, Digest: nv.Digest, Baseline: nv.Baseline,
 						Grade: nv.Drift.Grade, Rules: orEmpty(nv.Drift.Rules()), Flags: orEmpty(nv.Inspection.Flags()),
-						Findings: a.firstSight(cmd.Context(), cat, o.Server, nv, siblings)})
+						Findings: a.firstSight(cmd.Context(), cat, o.Server, nv, siblings), ApprovedByPolicy: byPolicy[nv.Tool]})
+					if byPolicy[nv.Tool] == nil {
+						pending++
+					}
 				}
+				r.PolicyError = res.PolicyError
 				for _, e := range res.Refused {
 					r.Refused = append(r.Refused, refusedToolJSON{Tool: e.Tool, Index: e.Index, Offset: e.Offset, Reason: e.Reason})
 				}
-				if len(res.New) > 0 || len(res.Refused) > 0 {
+				if pending > 0 || len(res.Refused) > 0 || res.PolicyError != "" {
 					foundAny = true
 				}
 				results = append(results, r)
@@ -236,7 +251,11 @@ func (a *app) printCrawl(results []crawlJSON) {
 			if len(nv.Flags) > 0 {
 				flags = "  [" + strings.Join(nv.Flags, ",") + "]"
 			}
-			fmt.Fprintf(w, "  %-7s %s  %s  %s %s%s\n", kind, visibleName(nv.Tool, nv.Flags), nv.Digest.Short(), nv.Grade, strings.Join(rules, ","), flags)
+			byPolicy := ""
+			if p := nv.ApprovedByPolicy; p != nil {
+				byPolicy = fmt.Sprintf("  approved by policy %s (%s)", p.Name, p.Digest.Short())
+			}
+			fmt.Fprintf(w, "  %-7s %s  %s  %s %s%s%s\n", kind, visibleName(nv.Tool, nv.Flags), nv.Digest.Short(), nv.Grade, strings.Join(rules, ","), flags, byPolicy)
 			for _, f := range nv.Findings {
 				fmt.Fprintf(w, "          finding %s %s at %s: %s\n", f.Severity, f.Rule, visible(f.Pointer), visible(f.Reason))
 			}
@@ -246,6 +265,9 @@ func (a *app) printCrawl(results []crawlJSON) {
 		}
 		for _, t := range r.Removed {
 			fmt.Fprintf(w, "  removed %s (no longer listed)\n", visible(t))
+		}
+		if r.PolicyError != "" {
+			fmt.Fprintf(w, "  review policies not applied, the new versions stay pending: %s\n", visible(r.PolicyError))
 		}
 	}
 }

@@ -79,7 +79,7 @@ the page of 'toolwarrant review'.` + remoteNote + exitCodes("success", ""),
 				if flags == "" {
 					flags = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), shortOrDash(r.Approved), gradeCell(r), flags)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, visibleName(r.Tool, r.Flags), r.State, shortOrDash(r.Current), approvedCell(r), gradeCell(r), flags)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -114,4 +114,13 @@ func gradeCell(r warrant.ToolRow) string {
 		return r.Grade.String() + " " + string(r.Rules[0])
 	}
 	return fmt.Sprintf("%s %s +%d more", r.Grade, r.Rules[0], len(r.Rules)-1)
+}
+
+// approvedCell is the APPROVED column: the approved digest, and the review policy that
+// approved it, if one did.
+func approvedCell(r warrant.ToolRow) string {
+	if p := r.ByPolicy(); p != "" {
+		return shortOrDash(r.Approved) + " (policy " + visible(p) + ")"
+	}
+	return shortOrDash(r.Approved)
 }

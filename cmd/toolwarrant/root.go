@@ -83,7 +83,7 @@ apply.`,
 	root.AddCommand(newServeCmd(a), newProxyCmd(a), a.decisionsCmd(), a.demoCmd())
 	root.AddCommand(newEmitCmd(a))
 	root.AddCommand(newVerifyGatewayCmd(a))
-	root.AddCommand(a.reviewCmd())
+	root.AddCommand(a.reviewCmd(), a.reviewPolicyCmd())
 	root.AddCommand(a.tlogCmd())
 	root.AddCommand(a.witnessCmd())
 	cli.Setup(root, env, cli.VersionInfo{Name: "toolwarrant", Version: d.version, Commit: d.commit})

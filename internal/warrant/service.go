@@ -483,6 +483,19 @@ type ToolRow struct {
 	Inspection Inspection `json:"inspection"`
 	// Package is the server's newest package pin (PinPackage); absent when it has none.
 	Package *PackagePin `json:"package,omitempty"`
+	// ApprovedBy is who approved Approved: a person, a role, or "policy:NAME" for a review
+	// policy ("" when nothing is approved).
+	ApprovedBy string `json:"approvedBy,omitempty"`
+}
+
+// ByPolicy returns the name of the review policy that approved the row's approved digest
+// ("" when a person or role did).
+func (r ToolRow) ByPolicy() string {
+	name, _ := strings.CutPrefix(r.ApprovedBy, PolicyActorPrefix)
+	if name == r.ApprovedBy {
+		return ""
+	}
+	return name
 }
 
 // List returns one row per tool, sorted by server then tool; pendingOnly keeps the rows
@@ -494,6 +507,7 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 	}
 	names := namesOf(tools)
 	pins := map[string]*PackagePin{}
+	by := map[[2]string]string{}
 	if len(tools) > 0 {
 		servers, err := s.cat.Servers(ctx)
 		if err != nil {
@@ -501,6 +515,13 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 		}
 		for _, srv := range servers {
 			pins[srv.Name] = srv.Package
+		}
+		aps, err := s.cat.Approvals(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, ap := range aps {
+			by[[2]string{ap.Server, ap.Tool}] = ap.By
 		}
 	}
 	rows := make([]ToolRow, 0, len(tools))
@@ -510,6 +531,9 @@ func (s *Service) List(ctx context.Context, pendingOnly bool) ([]ToolRow, error)
 		}
 		r := ToolRow{Server: t.Server, Tool: t.Tool, State: t.State(), Approved: t.Approved, Pending: t.Pending(),
 			Refused: t.Refused, Versions: t.Versions, Rules: []Rule{}, Flags: []string{}, Package: pins[t.Server]}
+		if t.Approved != "" {
+			r.ApprovedBy = by[[2]string{t.Server, t.Tool}]
+		}
 		if t.Listed() {
 			r.Current = t.Current
 			if t.Current != "" || t.Refused != "" {
