@@ -182,8 +182,11 @@ type RowView struct {
 	Server, Tool      Text
 	State, Grade      string
 	Current, Approved warrant.Digest
-	Flags             []string
-	ID                string
+	// ByPolicy names the review policy that approved Approved (empty when a person or role
+	// did).
+	ByPolicy Text
+	Flags    []string
+	ID       string
 }
 
 // Card is one tool to review.
@@ -202,6 +205,9 @@ type Card struct {
 	Flags        []string
 	// Current is the digest to decide on, shown in full; Approved and Baseline as known.
 	Current, Approved, Baseline warrant.Digest
+	// ByPolicy names the review policy that approved Approved (empty when a person or role
+	// did).
+	ByPolicy Text
 	// New is true when the tool is graded as new (no baseline).
 	New bool
 	// Note explains a card that cannot be decided on here (a digest only the gateway
@@ -444,7 +450,7 @@ func build(s snapshot) *Page {
 		id := cardID(r.Server, r.Tool)
 		look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
 		p.Rows = append(p.Rows, RowView{Server: textOf(r.Server), Tool: nameText(r.Tool, look), State: string(r.State), Grade: r.Grade.String(),
-			Current: r.Current, Approved: r.Approved, Flags: r.Flags, ID: id})
+			Current: r.Current, Approved: r.Approved, ByPolicy: policyText(r), Flags: r.Flags, ID: id})
 		switch {
 		case shown(r):
 			c := card(r, s.diffs[id], s.rollback[id])
@@ -465,7 +471,7 @@ func card(r warrant.ToolRow, dv warrant.DiffView, rollback []warrant.Digest) Car
 	look := slices.Contains(r.Flags, "confusable") || slices.Contains(r.Flags, "mixed-script")
 	c := Card{ID: cardID(r.Server, r.Tool), Server: textOf(r.Server), Tool: nameText(r.Tool, look), ServerArg: arg(r.Server), ToolArg: arg(r.Tool),
 		State: string(r.State), Grade: r.Grade.String(), Severity: r.Grade, Risk: r.Grade, server: r.Server, tool: r.Tool, Flags: r.Flags, Current: r.Current, Approved: r.Approved, Rollback: rollback,
-		Package: packageView(r.Package)}
+		Package: packageView(r.Package), ByPolicy: policyText(r)}
 	for _, ru := range r.Rules {
 		c.Rules = append(c.Rules, string(ru))
 	}
@@ -664,4 +670,13 @@ func errorKind(err error) (status int, title string) {
 		return 503, "Not recorded: the catalog is unavailable"
 	}
 	return 500, "Not recorded: internal error"
+}
+
+// policyText is the name of the review policy that approved the row's approved digest,
+// as page text (empty when a person or role approved it).
+func policyText(r warrant.ToolRow) Text {
+	if p := r.ByPolicy(); p != "" {
+		return textOf(p)
+	}
+	return nil
 }

@@ -78,7 +78,7 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: logKey}, Identity: "crawler@test", FirstSight: findings.FirstSight})
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: logKey}, Identity: "crawler@test", FirstSight: findings.FirstSight, ApplyPolicies: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,4 +661,33 @@ func TestCardShowsFirstSightFindings(t *testing.T) {
 		t.Errorf("the page lacks the findings: %d", rec.Code)
 	}
 	inert(t, "page", rec.Body.String(), []string{"/static/review.js"})
+}
+
+// TestPageShowsPolicyApprovals: a tool a signed review policy approved at the crawl is
+// shown as approved by that policy, in its card and in the table of every tool.
+func TestPageShowsPolicyApprovals(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	att := trust.SSHAttester{Signer: w.signer, Log: w.cat}
+	if _, err := w.svc.DecideAs(ctx, warrant.DecisionRequest{Server: "s", Tool: "plain", Digest: digest(t, plainDef), Kind: warrant.DecisionApproved}, att); err != nil {
+		t.Fatal(err)
+	}
+	p := warrant.ReviewPolicy{Name: "titles", Accept: []warrant.PolicyRule{{Server: "s", MaxGrade: warrant.Warning, Rules: []warrant.Rule{warrant.RuleTitleChanged}}}}
+	if _, err := w.svc.AddPolicy(ctx, p, att); err != nil {
+		t.Fatal(err)
+	}
+	titled := `{"name":"plain","title":"Plain sum","description":"Add two numbers.","inputSchema":{"type":"object"}}`
+	ingest(t, w.svc, titled, smuggleDef, hostileDef, lookDef, readFileDef)
+	h, _ := w.handler(t)
+	html, _, _ := page(t, h)
+	row := regexp.MustCompile(`<tr><td>s</td><td>plain</td>.*?</tr>`).FindString(strings.ReplaceAll(html, "\n", " "))
+	if row == "" {
+		t.Fatal("the table has no row for plain")
+	}
+	if !strings.Contains(row, "APPROVED") || !strings.Contains(row, `by policy titles</span>`) || !strings.Contains(row, digest(t, titled).Short()) {
+		t.Errorf("the row of plain does not say the policy approved it: %s", row)
+	}
+	if strings.Count(html, "by policy titles") != 1 {
+		t.Errorf("the page says 'by policy titles' %d times, want once (only plain's row; its card is not shown, nothing to review)", strings.Count(html, "by policy titles"))
+	}
 }
