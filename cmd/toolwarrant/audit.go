@@ -430,7 +430,18 @@ the ssh-keygen command that verifies them without toolwarrant.` + exitCodes("wri
 						Statement json.RawMessage `json:"statement"`
 						Signature string          `json:"signature"`
 					}
-					if json.Unmarshal(body.Event, &ev) != nil || len(ev.Statement) == 0 {
+					err := json.Unmarshal(body.Event, &ev)
+					var byPolicy trust.DecisionEvent
+					if r.Type == string(warrant.DecisionApproved) && json.Unmarshal(body.Event, &byPolicy) == nil && byPolicy.Policy != nil {
+						// An approval by a review policy: the person's signature is the policy's.
+						pa := byPolicy.Policy
+						if ap, ok := st.Policies[pa.Digest]; ok {
+							return fmt.Errorf("audit entry %d was approved by review policy %s (%s), signed by %s in entry %d: run 'toolwarrant audit statement %d --out DIR'",
+								seq, visible(pa.Name), pa.Digest.Short(), visible(ap.Signer), ap.Entry, ap.Entry)
+						}
+						return fmt.Errorf("audit entry %d names review policy %s, which is not active at that point (run 'toolwarrant audit verify')", seq, visible(pa.Name))
+					}
+					if err != nil || len(ev.Statement) == 0 {
 						return fmt.Errorf("audit entry %d (%s) carries no signed statement", seq, r.Type)
 					}
 					s, err := trust.ParseStatement(ev.Statement)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,6 +164,7 @@ func TestReviewPolicies(t *testing.T) {
 		t.Fatalf("audit verify after a policy approval: %s", r)
 	}
 	var sawAdded, sawApproval bool
+	var approvalSeq int64
 	for _, e := range exportAudit(t, bin, dir) {
 		var body struct {
 			Event struct {
@@ -183,6 +185,7 @@ func TestReviewPolicies(t *testing.T) {
 			sawAdded = e.Actor == "alice@example.com" && body.Event.Digest == added.Policy.Digest && strings.Contains(string(body.Event.Statement), `"type":"toolwarrant-review-policy/v1"`)
 		case e.Type == "approved" && body.Event.Tool == "get_forecast" && body.Event.Policy != nil:
 			p := body.Event.Policy
+			approvalSeq = e.Seq
 			sawApproval = e.Actor == "policy:routine-metadata" && p.Digest == added.Policy.Digest && p.Grade == "WARNING" && len(p.Rules) == 1 && p.Rules[0] == "title-changed"
 		case e.Type == "approved" && body.Event.Tool == "get_alerts" && e.Seq > int64(before):
 			t.Errorf("the reworded get_alerts was approved: %s", e.Body)
@@ -190,6 +193,20 @@ func TestReviewPolicies(t *testing.T) {
 	}
 	if !sawAdded || !sawApproval {
 		t.Errorf("the audit log: policy_added by alice naming the digest %v, the approval naming the policy %v", sawAdded, sawApproval)
+	}
+	// audit statement on the approval points at the policy's own signed entry, which
+	// ssh-keygen verifies.
+	r = tw(t, bin, dir, "audit", "statement", strconv.FormatInt(approvalSeq, 10), "--out", filepath.Join(dir, "st"))
+	if want := "signed by alice@example.com in entry " + strconv.FormatInt(added.Policy.Entry, 10); r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("audit statement of a policy approval: %s, want %q", r, want)
+	}
+	r = tw(t, bin, dir, "audit", "statement", strconv.FormatInt(added.Policy.Entry, 10), "--out", filepath.Join(dir, "st"))
+	if r.code != 0 {
+		t.Fatalf("audit statement of the policy: %s", r)
+	}
+	verify := exec.Command("sh", "-c", strings.TrimSpace(r.stdout))
+	if out, err := verify.CombinedOutput(); err != nil || !strings.Contains(string(out), `Good "toolwarrant-approval" signature for alice@example.com`) {
+		t.Errorf("ssh-keygen -Y verify of the policy: %v %s", err, out)
 	}
 
 	// Revoked: a title-only change stays pending.
