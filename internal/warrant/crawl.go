@@ -178,6 +178,7 @@ func (s *Service) Crawl(ctx context.Context, req CrawlRequest) ([]CrawlOutcome, 
 		targets = append(targets, CrawlTarget{Server: srv, Headers: h})
 	}
 	if len(targets) > 0 {
+		run := &crawlRun{}
 		for _, l := range req.Lister.List(ctx, targets) {
 			o := CrawlOutcome{Server: l.Server, Transport: l.Transport, Elapsed: l.Elapsed}
 			if l.Err != nil || l.Listing == nil {
@@ -190,7 +191,7 @@ func (s *Service) Crawl(ctx context.Context, req CrawlRequest) ([]CrawlOutcome, 
 			}
 			o.Tools = len(l.Listing.Tools)
 			start := s.now()
-			res, err := s.Ingest(ctx, *l.Listing)
+			res, err := s.ingest(ctx, *l.Listing, run)
 			o.Elapsed += s.now().Sub(start)
 			if err != nil {
 				o.Failed, o.Err = StageRecord, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,5 +115,90 @@ func TestCrawlRun(t *testing.T) {
 	}
 	if len(outs) != 4 || outs[2].Server != "ok" || outs[2].Result.Crawl != 2 || strings.Join(outs[2].Result.Removed, ",") != "b" || outs[3].Server != "other" || outs[3].Failed != "" {
 		t.Errorf("crawl of every server: %+v", outs)
+	}
+}
+
+// countingCatalog counts Tools and ServerTools reads.
+type countingCatalog struct {
+	warrant.Catalog
+	tools, serverTools int
+}
+
+func (c *countingCatalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
+	c.tools++
+	return c.Catalog.Tools(ctx)
+}
+
+func (c *countingCatalog) ServerTools(ctx context.Context, server string) ([]warrant.ToolRecord, error) {
+	c.serverTools++
+	return c.Catalog.ServerTools(ctx, server)
+}
+
+// TestCrawlRunReadsTheCatalogOnce: a crawl run in which every server has new versions
+// reads every server's state (Catalog.Tools) once, not once per server, and each server's
+// own records once (ServerTools); the look-alike rule still sees the names of tools
+// recorded earlier in the same run (whatever the order) and those already in the catalog.
+func TestCrawlRunReadsTheCatalogOnce(t *testing.T) {
+	ctx := t.Context()
+	sq, err := sqlitestore.OpenCatalog(ctx, sqlitestore.CatalogConfig{Path: filepath.Join(t.TempDir(), "c.db"), Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	cat := &countingCatalog{Catalog: sq}
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Identity: "crawler"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c", "d", "z"} {
+		if _, err := svc.AddServer(ctx, warrant.Server{Name: n, URL: "https://" + n + ".example.com/mcp"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(names []string, listings map[string][]string) map[string]warrant.IngestResult {
+		t.Helper()
+		outs, err := svc.Crawl(ctx, warrant.CrawlRequest{Servers: names, Headers: func(context.Context, warrant.Server) (map[string]string, error) { return nil, nil },
+			Lister: &fakeLister{listings: listings}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := map[string]warrant.IngestResult{}
+		for _, o := range outs {
+			if o.Failed != "" {
+				t.Fatalf("%s: %v", o.Server, o.Err)
+			}
+			res[o.Server] = o.Result
+		}
+		return res
+	}
+	run([]string{"z"}, map[string][]string{"z": {"send_mail", "Send mail."}})
+	cat.tools, cat.serverTools = 0, 0
+	res := run([]string{"a", "b", "c", "d"}, map[string][]string{
+		"a": {"read_file", "Read a file."},
+		"b": {"read_f\u0456le", "Read a file."}, // Cyrillic і: a look-alike of a's tool
+		"c": {"send_ma\u0456l", "Send mail."},   // a look-alike of z's tool, from an earlier crawl
+		"d": {"other", "Other."},
+	})
+	if cat.tools != 1 || cat.serverTools != 4 {
+		t.Errorf("a run of 4 servers with new versions read Tools %d times and ServerTools %d times, want 1 and 4", cat.tools, cat.serverTools)
+	}
+	confusable := func(srv string) bool {
+		for _, nv := range res[srv].New {
+			if slices.Contains(nv.Drift.Rules(), warrant.RuleConfusableName) {
+				return true
+			}
+		}
+		return false
+	}
+	// The fake lister hands the listings back in reverse order, so b is recorded before a:
+	// whichever comes second sees the other.
+	if !confusable("a") && !confusable("b") {
+		t.Errorf("read_file and read_f\u0456le, crawled in one run, were not graded confusable: a %+v b %+v", res["a"].New, res["b"].New)
+	}
+	if !confusable("c") {
+		t.Errorf("send_ma\u0456l was not graded confusable with z's send_mail: %+v", res["c"].New)
+	}
+	if confusable("d") {
+		t.Errorf("other was graded confusable: %+v", res["d"].New)
 	}
 }

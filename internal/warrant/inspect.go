@@ -175,6 +175,16 @@ func NewNames(names []string) *Names {
 	return n
 }
 
+// Add indexes more names. A Names shared between goroutines must not be added to.
+func (n *Names) Add(names ...string) {
+	for _, name := range names {
+		k := textguard.Skeleton(name)
+		if !slices.Contains(n.bySkeleton[k], name) {
+			n.bySkeleton[k] = append(n.bySkeleton[k], name)
+		}
+	}
+}
+
 // ConfusableWith returns the indexed names, sorted, that differ from name but have its
 // skeleton. A nil *Names has none.
 func (n *Names) ConfusableWith(name string) []string {
