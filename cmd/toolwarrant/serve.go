@@ -116,7 +116,7 @@ var (
 
 // catalogStore reads approvals, crawl results and server URLs from a catalog port.
 func catalogStore(cat warrant.Catalog, closeFn func()) *evidenceStore {
-	st := &evidenceStore{source: enforce.CatalogSource{Catalog: cat}, close: closeFn, catalog: cat}
+	st := &evidenceStore{source: enforce.CatalogFeedSource{CatalogSource: enforce.CatalogSource{Catalog: cat}}, close: closeFn, catalog: cat}
 	st.servers = func(ctx context.Context) (*enforce.EvidenceDoc, error) {
 		servers, err := cat.Servers(ctx)
 		if err != nil {

@@ -48,12 +48,23 @@ type cache struct {
 	log         *slog.Logger
 	// refreshed, when set, is called after every refresh round (tests wait on it).
 	refreshed func()
+
+	// feed is src's ChangeFeed, if it has one. refreshMu serializes rounds when it is
+	// set (cursor and dirty belong to the rounds): dirty holds the servers whose last
+	// read failed, which are read again whatever the feed says.
+	feed      ChangeFeed
+	refreshMu sync.Mutex
+	cursor    string
+	dirty     map[string]bool
 }
 
 func newCache(src Source, servers []string, staleness, loadTimeout time.Duration, now func() time.Time, log *slog.Logger) *cache {
 	c := &cache{src: src, entries: make(map[string]*cacheEntry, len(servers)), staleness: staleness, loadTimeout: loadTimeout, now: now, log: log}
 	for _, s := range servers {
 		c.entries[s] = &cacheEntry{}
+	}
+	if f, ok := src.(ChangeFeed); ok {
+		c.feed, c.dirty = f, map[string]bool{}
 	}
 	return c
 }
@@ -95,19 +106,75 @@ func (c *cache) fresh() bool {
 }
 
 // refresh loads every server once, concurrently, each bounded by loadTimeout. A failed
-// load keeps the previous snapshot (decisions go on until it is stale).
+// load keeps the previous snapshot (decisions go on until it is stale). With a change
+// feed, it loads only the servers the feed names, those never loaded and those whose last
+// load failed; the others' snapshots are confirmed as of the moment before the feed was
+// read. A feed that cannot be read makes the round load every server.
 func (c *cache) refresh(ctx context.Context) {
-	var wg sync.WaitGroup
+	if c.feed == nil {
+		var wg sync.WaitGroup
+		for name, e := range c.entries {
+			wg.Go(func() { c.load(ctx, name, e) })
+		}
+		wg.Wait()
+		if c.refreshed != nil {
+			c.refreshed()
+		}
+		return
+	}
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	confirmed := c.now()
+	ch, err := c.readFeed(ctx)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = map[string]bool{}
+	)
 	for name, e := range c.entries {
-		wg.Go(func() { c.load(ctx, name, e) })
+		prev := e.snap.Load()
+		if err == nil && !ch.All && !ch.Servers[name] && !c.dirty[name] && prev != nil {
+			if prev.at.Before(confirmed) {
+				next := *prev
+				next.at = confirmed
+				e.snap.Store(&next)
+			}
+			continue
+		}
+		wg.Go(func() {
+			if !c.load(ctx, name, e) {
+				mu.Lock()
+				failed[name] = true
+				mu.Unlock()
+			}
+		})
 	}
 	wg.Wait()
+	if err == nil {
+		c.cursor = ch.Cursor
+		c.dirty = failed
+	} else {
+		// The round read everything; what failed stays dirty for the next one.
+		c.dirty = failed
+	}
 	if c.refreshed != nil {
 		c.refreshed()
 	}
 }
 
-func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
+// readFeed asks the feed for the changes since the last round, bounded by loadTimeout.
+func (c *cache) readFeed(ctx context.Context) (Changes, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.loadTimeout)
+	defer cancel()
+	ch, err := c.feed.Changes(ctx, c.cursor)
+	if err != nil {
+		c.log.WarnContext(ctx, "enforce: cannot read the change feed; reading every server", slog.String("error", err.Error()))
+	}
+	return ch, err
+}
+
+// load reads one server's snapshot and reports whether it did.
+func (c *cache) load(ctx context.Context, server string, e *cacheEntry) bool {
 	ctx, cancel := context.WithTimeout(ctx, c.loadTimeout)
 	defer cancel()
 	started := c.now()
@@ -121,7 +188,7 @@ func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
 		if prev := e.lastErr.Swap(&msg); prev == nil || *prev != msg {
 			c.log.WarnContext(ctx, "enforce: cannot refresh approvals", slog.String("server", server), slog.String("error", msg))
 		}
-		return
+		return false
 	}
 	if prev := e.lastErr.Swap(nil); prev != nil {
 		c.log.InfoContext(ctx, "enforce: approvals readable again", slog.String("server", server))
@@ -137,6 +204,7 @@ func (c *cache) load(ctx context.Context, server string, e *cacheEntry) {
 		next.gen = snapshotGen.Add(1)
 	}
 	e.snap.Store(next)
+	return true
 }
 
 // compile parses the snapshot's digests. A malformed approved digest is no approval (and

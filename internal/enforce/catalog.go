@@ -2,9 +2,12 @@ package enforce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -20,7 +23,92 @@ type CatalogSource struct {
 	Catalog warrant.Catalog
 }
 
-var _ Source = CatalogSource{}
+// CatalogFeedSource is a [CatalogSource] that is also a [ChangeFeed] read from the
+// catalog's audit log: a refresh round reads the head (one read of one item, however
+// many servers the catalog holds) and, when it moved, the entries since; then only the
+// servers those entries name. It is what a long-running processor should use.
+type CatalogFeedSource struct {
+	CatalogSource
+}
+
+var (
+	_ Source     = CatalogSource{}
+	_ ChangeFeed = CatalogFeedSource{}
+)
+
+// FeedMaxEntries bounds what one [CatalogSource.Changes] call reads: past that many new
+// audit entries it answers All (reading every server costs less than the entries would).
+const FeedMaxEntries = 512
+
+// feedHarmless are the audit entry types that name no server and change no tool's
+// evidence. Any other entry without a server makes the feed answer All.
+var feedHarmless = map[string]bool{
+	warrant.EventDecisionsRecorded: true,
+	warrant.EventPolicyAdded:       true,
+	warrant.EventPolicyRevoked:     true,
+	"trust_changed":                true,
+}
+
+// Changes implements [ChangeFeed] from the audit log, which every catalog write appends
+// to in the same transaction as its change: one read of the head and, when it moved, the
+// entries since since (at most FeedMaxEntries). The cursor is the head, "SEQ:HASH"; a
+// head that moved back, or entries that do not chain from the cursor's hash (a replaced
+// log), answer All. An entry names its server in its body's "server"; one that names none
+// and is not of a type that changes no evidence answers All.
+func (c CatalogFeedSource) Changes(ctx context.Context, since string) (Changes, error) {
+	head, err := c.Catalog.AuditHead(ctx)
+	if err != nil {
+		return Changes{}, fmt.Errorf("%w: read the audit head: %w", ErrUnavailable, err)
+	}
+	out := Changes{Cursor: strconv.FormatInt(head.Seq, 10) + ":" + head.Hash, Servers: map[string]bool{}}
+	seqText, hash, ok := strings.Cut(since, ":")
+	seq, perr := strconv.ParseInt(seqText, 10, 64)
+	ok = ok && perr == nil // an unreadable cursor (the first call's "") starts afresh
+	switch {
+	case !ok || seq < 0 || head.Seq < seq:
+		out.All = true
+		return out, nil
+	case head.Seq == seq:
+		out.All = head.Hash != hash
+		return out, nil
+	case head.Seq-seq > FeedMaxEntries:
+		out.All = true
+		return out, nil
+	}
+	prev := hash
+	for after := seq; after < head.Seq; {
+		recs, err := c.Catalog.AuditRecords(ctx, after, int(min(head.Seq-after, 128)))
+		if err != nil {
+			return Changes{}, fmt.Errorf("%w: read audit entries after %d: %w", ErrUnavailable, after, err)
+		}
+		if len(recs) == 0 {
+			return Changes{}, fmt.Errorf("%w: audit entries after %d missing (head %d)", ErrUnavailable, after, head.Seq)
+		}
+		for _, r := range recs {
+			if r.Seq != after+1 || r.PrevHash != prev {
+				out.All = true
+				return out, nil
+			}
+			after, prev = r.Seq, r.Hash
+			var body struct {
+				Server string `json:"server"`
+			}
+			if json.Unmarshal(r.Body, &body) == nil && body.Server != "" {
+				out.Servers[body.Server] = true
+			} else if !feedHarmless[r.Type] {
+				out.All = true
+				return out, nil
+			}
+			if after == head.Seq {
+				break
+			}
+		}
+	}
+	if prev != head.Hash {
+		out.All = true
+	}
+	return out, nil
+}
 
 // Snapshot reads the evidence for server. ErrUnknownServer when the catalog has no such
 // server; ErrUnavailable (wrapping the catalog's error) for any other failure.

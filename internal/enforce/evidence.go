@@ -53,6 +53,29 @@ type Source interface {
 	Snapshot(ctx context.Context, server string) (Snapshot, error)
 }
 
+// ChangeFeed is an optional extension of a [Source]: which servers' evidence may have
+// changed since a position it named before. With it, a refresh round reads the feed once
+// and then only the servers it names (and any whose last read failed); the others keep
+// their evidence, confirmed fresh as of the round. Without it, every round reads every
+// server. A feed must never leave out a server whose evidence changed: when in doubt it
+// answers All.
+type ChangeFeed interface {
+	// Changes reports the changes after since ("" asks for a fresh start: All). It is
+	// called once per refresh round, before the round's Snapshot calls.
+	Changes(ctx context.Context, since string) (Changes, error)
+}
+
+// Changes is a [ChangeFeed]'s answer.
+type Changes struct {
+	// Cursor names the position read: the since of the next call.
+	Cursor string
+	// All says every server must be read again (a first call, a log that moved in a
+	// way the feed cannot follow, too many changes, an entry it cannot attribute).
+	All bool
+	// Servers are the servers whose evidence may have changed.
+	Servers map[string]bool
+}
+
 // ObservationKind says why a listed tool was not served.
 type ObservationKind string
 

@@ -202,7 +202,7 @@ func (d *deployment) refresh(t testing.TB, servers int) step {
 	for i := range names {
 		names[i] = name(i)
 	}
-	p, err := enforce.New(enforce.Config{Servers: names, Source: enforce.CatalogSource{Catalog: cat}, Refresh: time.Hour, Staleness: time.Hour, LoadTimeout: time.Minute})
+	p, err := enforce.New(enforce.Config{Servers: names, Source: enforce.CatalogFeedSource{CatalogSource: enforce.CatalogSource{Catalog: cat}}, Refresh: time.Hour, Staleness: time.Hour, LoadTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

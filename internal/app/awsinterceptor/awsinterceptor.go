@@ -67,7 +67,7 @@ func New(ctx context.Context, c Config) (h agentcore.HandlerFunc, final func(con
 		if err != nil {
 			return nil, err
 		}
-		p, err := enforce.New(agentcore.ProcessorConfig(enforce.Config{Servers: servers, Source: enforce.CatalogSource{Catalog: w.Catalog},
+		p, err := enforce.New(agentcore.ProcessorConfig(enforce.Config{Servers: servers, Source: enforce.CatalogFeedSource{CatalogSource: enforce.CatalogSource{Catalog: w.Catalog}},
 			Recorder: enforce.CatalogRecorder(w.Service), Decisions: enforce.CatalogDecisions(w.Service), Shadow: ic.Shadow, RecordEvery: ic.RecordEvery,
 			Refresh: ic.Refresh, Staleness: ic.Staleness, LoadTimeout: loadTimeout, RecordTimeout: recordTimeout, Instance: c.Instance, Logger: log, Now: c.Options.Now}))
 		if err != nil {
