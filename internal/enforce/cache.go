@@ -49,9 +49,9 @@ type cache struct {
 	// refreshed, when set, is called after every refresh round (tests wait on it).
 	refreshed func()
 
-	// feed is src's ChangeFeed, if it has one. refreshMu serializes rounds when it is
-	// set (cursor and dirty belong to the rounds): dirty holds the servers whose last
-	// read failed, which are read again whatever the feed says.
+	// feed is src's ChangeFeed, if it has one (nil: every round reads every server).
+	// refreshMu serializes rounds (cursor and dirty belong to them): dirty holds the
+	// servers whose last read failed, which are read again whatever the feed says.
 	feed      ChangeFeed
 	refreshMu sync.Mutex
 	cursor    string
@@ -63,9 +63,7 @@ func newCache(src Source, servers []string, staleness, loadTimeout time.Duration
 	for _, s := range servers {
 		c.entries[s] = &cacheEntry{}
 	}
-	if f, ok := src.(ChangeFeed); ok {
-		c.feed, c.dirty = f, map[string]bool{}
-	}
+	c.feed, _ = src.(ChangeFeed)
 	return c
 }
 
@@ -111,21 +109,13 @@ func (c *cache) fresh() bool {
 // load failed; the others' snapshots are confirmed as of the moment before the feed was
 // read. A feed that cannot be read makes the round load every server.
 func (c *cache) refresh(ctx context.Context) {
-	if c.feed == nil {
-		var wg sync.WaitGroup
-		for name, e := range c.entries {
-			wg.Go(func() { c.load(ctx, name, e) })
-		}
-		wg.Wait()
-		if c.refreshed != nil {
-			c.refreshed()
-		}
-		return
-	}
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
 	confirmed := c.now()
-	ch, err := c.readFeed(ctx)
+	ch, err := Changes{All: true}, error(nil)
+	if c.feed != nil {
+		ch, err = c.readFeed(ctx)
+	}
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -152,11 +142,9 @@ func (c *cache) refresh(ctx context.Context) {
 	wg.Wait()
 	if err == nil {
 		c.cursor = ch.Cursor
-		c.dirty = failed
-	} else {
-		// The round read everything; what failed stays dirty for the next one.
-		c.dirty = failed
 	}
+	// What failed is read again next round, whatever the feed says then.
+	c.dirty = failed
 	if c.refreshed != nil {
 		c.refreshed()
 	}

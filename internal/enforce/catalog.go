@@ -36,7 +36,7 @@ var (
 	_ ChangeFeed = CatalogFeedSource{}
 )
 
-// FeedMaxEntries bounds what one [CatalogSource.Changes] call reads: past that many new
+// FeedMaxEntries bounds what one [CatalogFeedSource.Changes] call reads: past that many new
 // audit entries it answers All (reading every server costs less than the entries would).
 const FeedMaxEntries = 512
 
@@ -46,15 +46,16 @@ var feedHarmless = map[string]bool{
 	warrant.EventDecisionsRecorded: true,
 	warrant.EventPolicyAdded:       true,
 	warrant.EventPolicyRevoked:     true,
-	"trust_changed":                true,
+	"trust_changed":                true, // trust.EventTrustChanged (the core does not link trust)
 }
 
 // Changes implements [ChangeFeed] from the audit log, which every catalog write appends
 // to in the same transaction as its change: one read of the head and, when it moved, the
 // entries since since (at most FeedMaxEntries). The cursor is the head, "SEQ:HASH"; a
 // head that moved back, or entries that do not chain from the cursor's hash (a replaced
-// log), answer All. An entry names its server in its body's "server"; one that names none
-// and is not of a type that changes no evidence answers All.
+// log), answer All. An entry names its server in its event's "server" (the record's body
+// is the audit package's {"event": {...}, ...}); one that names none and is not of a type
+// that changes no evidence answers All.
 func (c CatalogFeedSource) Changes(ctx context.Context, since string) (Changes, error) {
 	head, err := c.Catalog.AuditHead(ctx)
 	if err != nil {
@@ -91,16 +92,15 @@ func (c CatalogFeedSource) Changes(ctx context.Context, since string) (Changes, 
 			}
 			after, prev = r.Seq, r.Hash
 			var body struct {
-				Server string `json:"server"`
+				Event struct {
+					Server string `json:"server"`
+				} `json:"event"`
 			}
-			if json.Unmarshal(r.Body, &body) == nil && body.Server != "" {
-				out.Servers[body.Server] = true
+			if json.Unmarshal(r.Body, &body) == nil && body.Event.Server != "" {
+				out.Servers[body.Event.Server] = true
 			} else if !feedHarmless[r.Type] {
 				out.All = true
 				return out, nil
-			}
-			if after == head.Seq {
-				break
 			}
 		}
 	}

@@ -48,10 +48,12 @@ func (c *logCatalog) append(typ, server string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.head()
-	body := []byte(`{}`)
+	// The body as the audit package writes it: the event under "event".
+	event := map[string]string{}
 	if server != "" {
-		body, _ = json.Marshal(map[string]string{"server": server})
+		event["server"] = server
 	}
+	body, _ := json.Marshal(map[string]any{"type": typ, "seq": h.Seq + 1, "event": event})
 	c.log = append(c.log, warrant.AuditRecord{Seq: h.Seq + 1, Type: typ, PrevHash: h.Hash, Hash: fmt.Sprintf("%064x", h.Seq+1), Body: body})
 }
 
