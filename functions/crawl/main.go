@@ -1,7 +1,10 @@
-// Command crawl is the toolwarrant crawl Lambda: on an EventBridge schedule (or a manual
-// event naming servers) it lists every registered MCP server through the SSRF-guarded
-// crawler and records observations, versions and proposals in DynamoDB with KMS-signed
-// audit entries (internal/app/awsapp.CrawlHandler). Configuration: CATALOG_TABLE,
+// Command crawl is the toolwarrant crawl Lambda, the crawl queue's worker: for each batch
+// of CrawlQueue messages (the dispatcher's, one per few servers) it lists those MCP
+// servers through the SSRF-guarded crawler, records observations, versions and proposals
+// in DynamoDB with KMS-signed audit entries, and reports the messages whose servers failed
+// (internal/app/awsapp.CrawlWorkerHandler), which SQS retries and then parks. Invoked
+// directly, or with an EventBridge event, it crawls the servers named (none: every one)
+// itself (awsapp.CrawlHandler). Configuration: CATALOG_TABLE,
 // CATALOG_BLOB_BUCKET, AUDIT_KMS_KEY, CRAWL_ROLE_ARN, TOOLWARRANT_SERVERS,
 // CRAWL_DEADLINE_MARGIN and the TOOLWARRANT_CRAWL_* bounds (internal/config).
 package main
@@ -9,9 +12,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -20,7 +25,9 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/crawler"
 )
 
-type handlerFunc = func(context.Context, json.RawMessage) (awsapp.CrawlResult, error)
+// handlerFunc answers an SQS batch with an events.SQSEventResponse and any other event
+// with an awsapp.CrawlResult.
+type handlerFunc = func(context.Context, json.RawMessage) (any, error)
 
 // newHandler does all the cold-start work: config, AWS config (unless given), catalog,
 // KMS key, the configured servers. Each invocation ends with an EMF line to o.Metrics.
@@ -41,7 +48,17 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err := awsapp.RegisterServers(ctx, d); err != nil {
 		return nil, err
 	}
-	return awsapp.CrawlHandler(d), nil
+	direct, queue := awsapp.CrawlHandler(d), awsapp.CrawlWorkerHandler(d)
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		if awsapp.IsSQSEvent(raw) {
+			var ev events.SQSEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return nil, fmt.Errorf("crawl: the SQS event does not parse: %w", err)
+			}
+			return queue(ctx, ev)
+		}
+		return direct(ctx, raw)
+	}, nil
 }
 
 func main() {

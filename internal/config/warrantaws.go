@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -65,6 +66,13 @@ type WarrantAWS struct {
 	// DeadlineMargin is CRAWL_DEADLINE_MARGIN, how long before the Lambda deadline the
 	// crawl stops listing so it can still record what it saw. Default 10s.
 	DeadlineMargin time.Duration
+	// CrawlQueue is CRAWL_QUEUE_URL, the SQS queue (template.yaml's CrawlQueue) the crawl
+	// dispatcher sends one message per batch of servers to, for the crawl workers. Required
+	// by the dispatcher only.
+	CrawlQueue string
+	// ServersPerMessage is CRAWL_SERVERS_PER_MESSAGE, how many servers the dispatcher puts
+	// in one queue message (a worker retries, and parks, a message whole). Default 1, 1 to 10.
+	ServersPerMessage int
 }
 
 // LogValue logs the configuration (no secrets: header values are never here).
@@ -79,14 +87,19 @@ func (c WarrantAWS) LogValue() slog.Value {
 }
 
 // WarrantAWSNeeds says which optional settings a function requires.
-type WarrantAWSNeeds struct{ Bucket, CrawlRole bool }
+type WarrantAWSNeeds struct {
+	Bucket, CrawlRole bool
+	// Dispatch is the crawl dispatcher's: CRAWL_QUEUE_URL is required, and AUDIT_KMS_KEY
+	// is not (it reads the catalog's servers and signs nothing).
+	Dispatch bool
+}
 
 // LoadWarrantAWS reads the configuration through getenv and reports every problem at once.
 func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAWS, error) {
-	c := WarrantAWS{MaxAttempts: 3, DeadlineMargin: 10 * time.Second}
+	c := WarrantAWS{MaxAttempts: 3, DeadlineMargin: 10 * time.Second, ServersPerMessage: 1}
 	var errs []error
 	c.CatalogTable = tableVar(getenv, "CATALOG_TABLE", "catalog", "", &errs)
-	if c.LogKey = strings.TrimSpace(getenv("AUDIT_KMS_KEY")); c.LogKey == "" {
+	if c.LogKey = strings.TrimSpace(getenv("AUDIT_KMS_KEY")); c.LogKey == "" && !need.Dispatch {
 		errs = append(errs, errors.New("AUDIT_KMS_KEY is not set: name the KMS key that signs the audit log (template.yaml sets it)"))
 	}
 	c.CheckpointBucket = strings.TrimSpace(getenv("CHECKPOINT_BUCKET"))
@@ -161,6 +174,13 @@ func LoadWarrantAWS(getenv func(string) string, need WarrantAWSNeeds) (WarrantAW
 			c.DeadlineMargin = d
 		}
 	}
+	c.CrawlQueue = strings.TrimSpace(getenv("CRAWL_QUEUE_URL"))
+	if u, err := url.Parse(c.CrawlQueue); c.CrawlQueue != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "") {
+		errs = append(errs, fmt.Errorf("CRAWL_QUEUE_URL=%q must be an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/dev-toolwarrant-crawl (template.yaml sets it)", c.CrawlQueue))
+	} else if need.Dispatch && c.CrawlQueue == "" {
+		errs = append(errs, errors.New("CRAWL_QUEUE_URL is not set: name the SQS queue the crawl workers read (template.yaml's CrawlQueue)"))
+	}
+	intVar(getenv, "CRAWL_SERVERS_PER_MESSAGE", &c.ServersPerMessage, 1, 10, &errs)
 
 	return c, errors.Join(errs...)
 }

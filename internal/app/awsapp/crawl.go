@@ -97,7 +97,6 @@ func RegisterServers(ctx context.Context, d CrawlDeps) error {
 // template.yaml's crawl-failure alarm watches. An invocation that cannot even read the
 // catalog returns an error (the Errors alarm, Lambda's retries, then the OnFailure queue).
 func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResult, error) {
-	log := d.Logger
 	return func(ctx context.Context, raw json.RawMessage) (CrawlResult, error) {
 		var ev CrawlEvent
 		if len(raw) > 0 {
@@ -105,62 +104,68 @@ func CrawlHandler(d CrawlDeps) func(context.Context, json.RawMessage) (CrawlResu
 				return CrawlResult{}, fmt.Errorf("crawl: the event is not JSON: %w", err)
 			}
 		}
-		want := append(ev.Servers, ev.Detail.Servers...)
-		var secrets config.SecretReader
-		if d.Secrets.SecretsManager != nil || d.Secrets.SSM != nil {
-			secrets = d.Secrets.Reader() // one read per ARN per invocation
-		}
-		cc := d.Crawler
-		cc.Concurrency, cc.Timeout, cc.MaxResponseBytes = d.Bounds.CrawlConcurrency, d.Bounds.CrawlTimeout, d.Bounds.CrawlMaxResponseBytes
-		cc.MaxListingBytes, cc.MaxServerBytes = d.Bounds.CrawlMaxListingBytes, d.Bounds.CrawlMaxServerBytes
-		if cc.Logger == nil {
-			cc.Logger = log
-		}
-		outcomes, err := d.Warrant.Service.Crawl(ctx, warrant.CrawlRequest{Servers: want, Headers: config.HeaderResolver(d.Getenv, secrets),
-			Lister:   crawler.Lister{Config: cc, DeadlineMargin: d.Config.DeadlineMargin},
-			Packages: crawler.PackageChecker(cc, pkgid.Config{NPMRegistry: d.Bounds.NPMRegistry, PyPIIndex: d.Bounds.PyPIIndex, Timeout: d.Bounds.CrawlTimeout})})
-		if err != nil {
-			return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
-		}
-		res := CrawlResult{Servers: []ServerOutcome{}}
-		for _, o := range outcomes {
-			so := ServerOutcome{Server: o.Server, ElapsedMS: o.Elapsed.Milliseconds(), NewVersions: []string{}, Removed: []string{}}
-			if o.Listed() {
-				res.Crawled++
-				so.Tools = o.Tools
-			}
-			switch o.Failed {
-			case "":
-				ir := o.Result
-				so.OK, so.Crawl, so.Accepted, so.Refused, so.Removed = true, ir.Crawl, ir.Accepted, len(ir.Refused), ir.Removed
-				for _, nv := range ir.New {
-					so.NewVersions = append(so.NewVersions, nv.Tool+"@"+string(nv.Digest))
-				}
-				res.Recorded++
-			case warrant.StageSelect:
-				so.Error = "not in the catalog"
-			case warrant.StageRecord:
-				so.Error = "record: " + o.Err.Error()
-			default:
-				so.Error = o.Err.Error()
-			}
-			res.Servers = append(res.Servers, so)
-		}
-		failed := []string{}
-		for _, so := range res.Servers {
-			if !so.OK {
-				res.Failed++
-				failed = append(failed, so.Server)
-				log.ErrorContext(ctx, "crawl failed", slog.String("server", so.Server), slog.String("error", so.Error))
-				continue
-			}
-			log.InfoContext(ctx, "crawl recorded", slog.String("server", so.Server), slog.Int64("crawl", so.Crawl), slog.Int("tools", so.Tools),
-				slog.Int("new_versions", len(so.NewVersions)), slog.Int("refused", so.Refused), slog.Any("removed", so.Removed), slog.Int64("elapsed_ms", so.ElapsedMS))
-		}
-		d.Metrics.emit(ctx, log, []emf.Metric{
-			{Name: MetricServersCrawled, Unit: emf.Count, Value: float64(len(res.Servers))},
-			{Name: MetricServersFailed, Unit: emf.Count, Value: float64(res.Failed)},
-		}, map[string]any{"failedServers": failed})
-		return res, nil
+		return d.crawl(ctx, append(ev.Servers, ev.Detail.Servers...))
 	}
+}
+
+// crawl is one crawl run of the servers named by want (none: every server in the catalog),
+// logged and metered as CrawlHandler says. Its error is the catalog's: no server was tried.
+func (d CrawlDeps) crawl(ctx context.Context, want []string) (CrawlResult, error) {
+	log := d.Logger
+	var secrets config.SecretReader
+	if d.Secrets.SecretsManager != nil || d.Secrets.SSM != nil {
+		secrets = d.Secrets.Reader() // one read per ARN per invocation
+	}
+	cc := d.Crawler
+	cc.Concurrency, cc.Timeout, cc.MaxResponseBytes = d.Bounds.CrawlConcurrency, d.Bounds.CrawlTimeout, d.Bounds.CrawlMaxResponseBytes
+	cc.MaxListingBytes, cc.MaxServerBytes = d.Bounds.CrawlMaxListingBytes, d.Bounds.CrawlMaxServerBytes
+	if cc.Logger == nil {
+		cc.Logger = log
+	}
+	outcomes, err := d.Warrant.Service.Crawl(ctx, warrant.CrawlRequest{Servers: want, Headers: config.HeaderResolver(d.Getenv, secrets),
+		Lister:   crawler.Lister{Config: cc, DeadlineMargin: d.Config.DeadlineMargin},
+		Packages: crawler.PackageChecker(cc, pkgid.Config{NPMRegistry: d.Bounds.NPMRegistry, PyPIIndex: d.Bounds.PyPIIndex, Timeout: d.Bounds.CrawlTimeout})})
+	if err != nil {
+		return CrawlResult{}, fmt.Errorf("crawl: list servers: %w", err)
+	}
+	res := CrawlResult{Servers: []ServerOutcome{}}
+	for _, o := range outcomes {
+		so := ServerOutcome{Server: o.Server, ElapsedMS: o.Elapsed.Milliseconds(), NewVersions: []string{}, Removed: []string{}}
+		if o.Listed() {
+			res.Crawled++
+			so.Tools = o.Tools
+		}
+		switch o.Failed {
+		case "":
+			ir := o.Result
+			so.OK, so.Crawl, so.Accepted, so.Refused, so.Removed = true, ir.Crawl, ir.Accepted, len(ir.Refused), ir.Removed
+			for _, nv := range ir.New {
+				so.NewVersions = append(so.NewVersions, nv.Tool+"@"+string(nv.Digest))
+			}
+			res.Recorded++
+		case warrant.StageSelect:
+			so.Error = "not in the catalog"
+		case warrant.StageRecord:
+			so.Error = "record: " + o.Err.Error()
+		default:
+			so.Error = o.Err.Error()
+		}
+		res.Servers = append(res.Servers, so)
+	}
+	failed := []string{}
+	for _, so := range res.Servers {
+		if !so.OK {
+			res.Failed++
+			failed = append(failed, so.Server)
+			log.ErrorContext(ctx, "crawl failed", slog.String("server", so.Server), slog.String("error", so.Error))
+			continue
+		}
+		log.InfoContext(ctx, "crawl recorded", slog.String("server", so.Server), slog.Int64("crawl", so.Crawl), slog.Int("tools", so.Tools),
+			slog.Int("new_versions", len(so.NewVersions)), slog.Int("refused", so.Refused), slog.Any("removed", so.Removed), slog.Int64("elapsed_ms", so.ElapsedMS))
+	}
+	d.Metrics.emit(ctx, log, []emf.Metric{
+		{Name: MetricServersCrawled, Unit: emf.Count, Value: float64(len(res.Servers))},
+		{Name: MetricServersFailed, Unit: emf.Count, Value: float64(res.Failed)},
+	}, map[string]any{"failedServers": failed})
+	return res, nil
 }
