@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
@@ -30,14 +33,25 @@ func TestColdStartAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range []string{"crawl-scheduled.json", "crawl-manual.json"} {
-		res, err := h(t.Context(), testenv.Event(t, ev))
-		if err != nil || res.Recorded != 1 || res.Failed != 0 {
-			t.Errorf("%s: %+v, %v", ev, res, err)
+		out, err := h(t.Context(), testenv.Event(t, ev))
+		if res, ok := out.(awsapp.CrawlResult); err != nil || !ok || res.Recorded != 1 || res.Failed != 0 {
+			t.Errorf("%s: %+v, %v", ev, out, err)
 		}
 	}
+	// The queue's event source: the message's server is crawled, no message failed.
+	out, err := h(t.Context(), testenv.Event(t, "crawl-queue.json"))
+	if res, ok := out.(events.SQSEventResponse); err != nil || !ok || len(res.BatchItemFailures) != 0 {
+		t.Errorf("crawl-queue.json: %#v, %v; want no batch item failures", out, err)
+	}
+	// A message naming a server the catalog does not have fails alone.
+	bad := strings.Replace(string(testenv.Event(t, "crawl-queue.json")), `[\"weather\"]`, `[\"no-such-server\"]`, 1)
+	out, err = h(t.Context(), json.RawMessage(bad))
+	if res, ok := out.(events.SQSEventResponse); err != nil || !ok || len(res.BatchItemFailures) != 1 || res.BatchItemFailures[0].ItemIdentifier != "3f1c2a9e-2b7d-4c1e-9a55-0d5c8e6f7a10" {
+		t.Errorf("a message for an unknown server: %#v, %v; want that message failed", out, err)
+	}
 	// main sends the EMF records to stdout, the function's log: one per invocation.
-	if ms, err := emftest.Lines(metrics.Bytes()); err != nil || len(ms) != 2 || ms[1].Values[awsapp.MetricServersFailed] != 0 || ms[1].Values[awsapp.MetricServersCrawled] != 1 {
-		t.Errorf("EMF records %+v, %v; want two, no failed server", ms, err)
+	if ms, err := emftest.Lines(metrics.Bytes()); err != nil || len(ms) != 4 || ms[1].Values[awsapp.MetricServersFailed] != 0 || ms[1].Values[awsapp.MetricServersCrawled] != 1 || ms[3].Values[awsapp.MetricServersFailed] != 1 {
+		t.Errorf("EMF records %+v, %v; want four, the last with one failed server", ms, err)
 	}
 	if _, err := newHandler(t.Context(), func(string) string { return "" }, &cfg, awsapp.WarrantOptions{}, crawler.Config{}, slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("cold start without configuration succeeded")

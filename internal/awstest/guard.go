@@ -28,7 +28,7 @@ const maxRequestBytes = 64 << 20
 
 // guard is the part of the proxy in front of moto that does what moto does not: IAM for
 // DynamoDB (resources, conditions, per-item transaction actions), DynamoDB's size limits,
-// and S3's answer to a missing key for a caller who may not list the bucket.
+// SQS (queue ARNs, batch limits), and S3's answer to a missing key for a caller who may not list the bucket.
 type guard struct {
 	motoURL string // moto itself, for the guard's own lookups (not through the proxy)
 	keys    sync.Map
@@ -86,6 +86,10 @@ func (g *guard) serve(w http.ResponseWriter, r *http.Request, forward func(http.
 	target := r.Header.Get("X-Amz-Target")
 	if prefix, op, ok := strings.Cut(target, "."); ok && (prefix == "secretsmanager" || prefix == "AmazonSSM") {
 		g.secrets(w, r, body, akid, service, region, op, forward)
+		return
+	}
+	if prefix, op, ok := strings.Cut(target, "."); ok && prefix == "AmazonSQS" {
+		g.sqs(w, r, body, akid, region, op, forward)
 		return
 	}
 	if !strings.HasPrefix(target, "DynamoDB_20120810.") {

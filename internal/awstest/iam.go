@@ -27,12 +27,12 @@ import (
 //     is the deployer's job, as CloudFormation's is.
 //   - Role creates a role holding exactly the statements of a role in template.yaml,
 //     assumes it, and returns the session: what a Lambda function runs as.
-//   - moto checks DynamoDB (and Secrets Manager, SSM) actions against Resource "*" only
+//   - moto checks DynamoDB (and Secrets Manager, SSM, SQS) actions against Resource "*" only
 //     and no Condition, and TransactWriteItems as an action of its own, which IAM does
 //     not have. So the harness's proxy authorizes those calls itself, as IAM does — each
 //     transaction item as PutItem/UpdateItem/DeleteItem/ConditionCheckItem on its table
-//     ARN with dynamodb:LeadingKeys — and re-signs what it allows as the administrator.
-//     S3 calls are checked by moto (it does model object and bucket ARNs). KMS runs
+//     ARN with dynamodb:LeadingKeys, an SQS call on its queue's ARN — and re-signs what it
+//     allows as the administrator. S3 calls are checked by moto (it does model object and bucket ARNs). KMS runs
 //     in-process (internal/kmssigner/kmstest), which asks KMSAuthorize: key policy and
 //     identity policy together.
 

@@ -98,7 +98,19 @@ func TestAlarms(t *testing.T) {
 			}
 		}
 	}
+	// A dead-letter or parked queue alarms on its depth; a work queue (one with a redrive
+	// policy: messages are meant to be there) on the age of its oldest message, and its
+	// redrive target is one of the former.
 	for _, q := range ofType(res, "AWS::SQS::Queue") {
+		if rp := get(res[q], "Properties", "RedrivePolicy"); rp != nil {
+			if ids := alarmOn(res, "AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", getAtt(q, "QueueName")); len(ids) != 1 {
+				t.Errorf("work queue %s: %d age alarms, want 1", q, len(ids))
+			}
+			if att, _ := get(rp, "deadLetterTargetArn", "Fn::GetAtt").([]any); len(att) != 2 || res[fmt.Sprint(att[0])]["Type"] != "AWS::SQS::Queue" || get(res[fmt.Sprint(att[0])], "Properties", "RedrivePolicy") != nil {
+				t.Errorf("work queue %s redrives to %v, want a queue of this stack without a redrive policy", q, get(rp, "deadLetterTargetArn"))
+			}
+			continue
+		}
 		if ids := alarmOn(res, "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", getAtt(q, "QueueName")); len(ids) != 1 {
 			t.Errorf("queue %s: %d depth alarms, want 1", q, len(ids))
 		}
@@ -117,7 +129,9 @@ func TestAlarms(t *testing.T) {
 // TestAsyncTriggers: every EventBridge rule's targets retry for a bounded time and then
 // dead-letter into an SQS queue that lets EventBridge in for those rules only; every
 // function they invoke has an EventInvokeConfig (bounded retries and age, OnFailure to an
-// SQS queue) and a role that may send to exactly that queue. No other role touches SQS.
+// SQS queue) and a role that may send to exactly that queue. The only other SQS grants are
+// a work queue's: its one sender's SendMessage, and its consumer's receive, delete and
+// attributes (Lambda's poller).
 func TestAsyncTriggers(t *testing.T) {
 	_, res := defaults(t, nil)
 	rules := ofType(res, "AWS::Events::Rule")
@@ -178,15 +192,54 @@ func TestAsyncTriggers(t *testing.T) {
 	if len(asyncFns) != 2 {
 		t.Errorf("asynchronously invoked functions %v, want the crawl and the checkpoint", asyncFns)
 	}
-	sqsGrants := map[string][]any{} // role → resources of its sqs statements
+	// Work queues are the queues of SQS event sources. The consuming function reports
+	// partial batch failures, and its role may do exactly what Lambda's poller does as it
+	// (receive, delete, read the queue's attributes) on that queue; one role may send to it.
+	consumerOf, producers := map[string]string{}, map[string][]string{} // role → its work queue; work queue → roles sending to it
+	for _, id := range ofType(res, "AWS::Lambda::EventSourceMapping") {
+		p := res[id]["Properties"]
+		att, _ := get(p, "EventSourceArn", "Fn::GetAtt").([]any)
+		fn, _ := get(p, "FunctionName", "Ref").(string)
+		role, _ := get(res[fn], "Properties", "Role", "Fn::GetAtt").([]any)
+		if len(att) != 2 || res[fmt.Sprint(att[0])]["Type"] != "AWS::SQS::Queue" || len(role) != 2 {
+			t.Errorf("%s: event source %v of %q is not a queue and function of this stack", id, get(p, "EventSourceArn"), fn)
+			continue
+		}
+		if !equal(get(p, "FunctionResponseTypes"), []any{"ReportBatchItemFailures"}) {
+			t.Errorf("%s: FunctionResponseTypes %v, want [ReportBatchItemFailures]: a failed server must not fail its batch", id, get(p, "FunctionResponseTypes"))
+		}
+		consumerOf[fmt.Sprint(role[0])] = fmt.Sprint(att[0])
+		producers[fmt.Sprint(att[0])] = nil
+	}
+	if len(consumerOf) == 0 {
+		t.Error("no SQS event source: the crawl queue's workers")
+	}
+	sqsGrants := map[string][]any{} // role → resources of its sqs:SendMessage statements to other than a work queue
 	for _, role := range ofType(res, "AWS::IAM::Role") {
 		for _, pol := range asSlice(get(res[role], "Properties", "Policies")) {
 			for _, st := range asSlice(get(pol, "PolicyDocument", "Statement")) {
 				for _, a := range asSlice(get(st, "Action")) {
-					if strings.HasPrefix(fmt.Sprint(a), "sqs:") {
-						if a != "sqs:SendMessage" || get(st, "Effect") != "Allow" {
-							t.Errorf("%s: %v %v", role, get(st, "Effect"), a)
+					if !strings.HasPrefix(fmt.Sprint(a), "sqs:") {
+						continue
+					}
+					if get(st, "Effect") != "Allow" {
+						t.Errorf("%s: %v %v", role, get(st, "Effect"), a)
+					}
+					att, _ := get(st, "Resource", "Fn::GetAtt").([]any)
+					queue := ""
+					if len(att) == 2 {
+						queue = fmt.Sprint(att[0])
+					}
+					switch _, work := producers[queue]; {
+					case a == "sqs:ReceiveMessage" || a == "sqs:DeleteMessage" || a == "sqs:GetQueueAttributes":
+						if consumerOf[role] == "" || queue != consumerOf[role] {
+							t.Errorf("%s: %v on %v, but its function consumes %q", role, a, get(st, "Resource"), consumerOf[role])
 						}
+					case a != "sqs:SendMessage":
+						t.Errorf("%s: %v %v", role, get(st, "Effect"), a)
+					case work:
+						producers[queue] = append(producers[queue], role)
+					default:
 						sqsGrants[role] = append(sqsGrants[role], get(st, "Resource"))
 					}
 				}
@@ -228,6 +281,11 @@ func TestAsyncTriggers(t *testing.T) {
 	}
 	if len(sqsGrants) != 0 {
 		t.Errorf("roles of synchronous functions may use SQS: %v", sqsGrants)
+	}
+	for q, roles := range producers {
+		if len(roles) != 1 {
+			t.Errorf("work queue %s: roles sending to it %v, want one (the dispatcher's)", q, roles)
+		}
 	}
 }
 
@@ -460,26 +518,27 @@ var nameLimits = map[string]struct {
 	prop  string
 	limit int
 }{
-	"AWS::Lambda::Function":          {"FunctionName", 64},
-	"AWS::KMS::Alias":                {"AliasName", 256},
-	"AWS::CloudWatch::Alarm":         {"AlarmName", 255},
-	"AWS::S3::Bucket":                {"BucketName", 63},
-	"AWS::DynamoDB::Table":           {"TableName", 255},
-	"AWS::Logs::LogGroup":            {"LogGroupName", 512},
-	"AWS::IAM::Role":                 {"RoleName", 64},
-	"AWS::IAM::ManagedPolicy":        {"ManagedPolicyName", 128},
-	"AWS::SQS::Queue":                {"QueueName", 80},
-	"AWS::SNS::Topic":                {"TopicName", 256},
-	"AWS::Events::Rule":              {"Name", 64},
-	"AWS::ApiGatewayV2::Stage":       {"StageName", 128},
-	"AWS::ApiGatewayV2::Api":         {"Name", 128},
-	"AWS::KMS::Key":                  {"", 0},
-	"AWS::SNS::Subscription":         {"", 0},
-	"AWS::SQS::QueuePolicy":          {"", 0},
-	"AWS::S3::BucketPolicy":          {"", 0},
-	"AWS::Lambda::Permission":        {"", 0},
-	"AWS::Lambda::EventInvokeConfig": {"", 0},
-	"AWS::BedrockAgentCore::Gateway": {"Name", 100},
+	"AWS::Lambda::Function":           {"FunctionName", 64},
+	"AWS::KMS::Alias":                 {"AliasName", 256},
+	"AWS::CloudWatch::Alarm":          {"AlarmName", 255},
+	"AWS::S3::Bucket":                 {"BucketName", 63},
+	"AWS::DynamoDB::Table":            {"TableName", 255},
+	"AWS::Logs::LogGroup":             {"LogGroupName", 512},
+	"AWS::IAM::Role":                  {"RoleName", 64},
+	"AWS::IAM::ManagedPolicy":         {"ManagedPolicyName", 128},
+	"AWS::SQS::Queue":                 {"QueueName", 80},
+	"AWS::SNS::Topic":                 {"TopicName", 256},
+	"AWS::Events::Rule":               {"Name", 64},
+	"AWS::ApiGatewayV2::Stage":        {"StageName", 128},
+	"AWS::ApiGatewayV2::Api":          {"Name", 128},
+	"AWS::KMS::Key":                   {"", 0},
+	"AWS::SNS::Subscription":          {"", 0},
+	"AWS::SQS::QueuePolicy":           {"", 0},
+	"AWS::S3::BucketPolicy":           {"", 0},
+	"AWS::Lambda::Permission":         {"", 0},
+	"AWS::Lambda::EventInvokeConfig":  {"", 0},
+	"AWS::Lambda::EventSourceMapping": {"", 0},
+	"AWS::BedrockAgentCore::Gateway":  {"Name", 100},
 	// The distribution is unnamed; the origin access control's name is nested
 	// (OriginAccessControlConfig.Name, 64) and checked in TestNameLengths.
 	"AWS::CloudFront::Distribution":        {"", 0},

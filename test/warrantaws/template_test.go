@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,10 +176,13 @@ func TestTemplatePolicies(t *testing.T) {
 			}
 		}
 	}
-	// The asynchronous functions' roles may send to their own OnFailure queue and nowhere
-	// else; no other role touches SQS. EventBridge may send to a dead-letter queue only for
-	// that function's rules (aws:SourceArn), and nothing else is allowed on the queues.
-	queueOf := map[string]string{"CrawlRole": "!GetAtt CrawlDeadLetterQueue.Arn", "CheckpointRole": "!GetAtt CheckpointDeadLetterQueue.Arn"}
+	// The asynchronous functions' roles may send to their own OnFailure queue, and the
+	// dispatcher's to the crawl queue; the crawl role may do on the crawl queue what
+	// Lambda's poller does as it (receive, delete, read attributes); no other role touches
+	// SQS. EventBridge may send to a dead-letter queue only for that function's rules
+	// (aws:SourceArn), and nothing else is allowed on the queues.
+	queueOf := map[string]string{"CrawlDispatchRole": "!GetAtt CrawlDeadLetterQueue.Arn", "CheckpointRole": "!GetAtt CheckpointDeadLetterQueue.Arn"}
+	worker := map[string]bool{"sqs:ReceiveMessage": true, "sqs:DeleteMessage": true, "sqs:GetQueueAttributes": true}
 	for where, sts := range all {
 		for _, s := range sts {
 			for _, a := range strs(s["Action"]) {
@@ -190,8 +194,10 @@ func TestTemplatePolicies(t *testing.T) {
 					if get(s, "Principal", "Service") != "events.amazonaws.com" || a != "sqs:SendMessage" || get(s, "Condition", "ArnEquals", "aws:SourceArn") == nil {
 						t.Errorf("%s allows %s to %v without naming the rules (aws:SourceArn)", where, a, get(s, "Principal"))
 					}
+				case where == "CrawlRole" && worker[a] && slices.Equal(strs(s["Resource"]), []string{"!GetAtt CrawlQueue.Arn"}):
+				case where == "CrawlDispatchRole" && a == "sqs:SendMessage" && slices.Equal(strs(s["Resource"]), []string{"!GetAtt CrawlQueue.Arn"}):
 				case queueOf[where] == "":
-					t.Errorf("%s grants %s", where, a)
+					t.Errorf("%s grants %s on %v", where, a, s["Resource"])
 				case a != "sqs:SendMessage" || !slices.Equal(strs(s["Resource"]), []string{queueOf[where]}):
 					t.Errorf("%s grants %s on %v; want sqs:SendMessage on %s only", where, a, s["Resource"], queueOf[where])
 				}
@@ -327,11 +333,23 @@ func TestTemplatePolicies(t *testing.T) {
 	if routes < 5 {
 		t.Errorf("ApprovalsFunction has %d routes, want tools, proposals, diff, decisions and audit", routes)
 	}
-	if get(res, "CrawlFunction", "Properties", "Events", "Schedule", "Properties", "Schedule") != "!Ref CrawlRate" {
+	if get(res, "CrawlDispatchFunction", "Properties", "Events", "Schedule", "Properties", "Schedule") != "!Ref CrawlRate" {
 		t.Error("the crawl schedule does not use the CrawlRate parameter")
 	}
-	if get(res, "CrawlFunction", "Properties", "Events", "Manual", "Type") != "EventBridgeRule" {
-		t.Error("the crawl function has no manual EventBridge trigger")
+	if get(res, "CrawlDispatchFunction", "Properties", "Events", "Manual", "Type") != "EventBridgeRule" {
+		t.Error("the crawl dispatcher has no manual EventBridge trigger")
+	}
+	// The crawl function is the crawl queue's worker: a failed server fails its message, not
+	// the batch; the queue hides a message for longer than an invocation may run (else SQS
+	// would deliver it again while it is being crawled: CloudFormation refuses the mapping).
+	q := get(res, "CrawlFunction", "Properties", "Events", "Queue")
+	if get(q, "Type") != "SQS" || get(q, "Properties", "Queue") != "!GetAtt CrawlQueue.Arn" || fmt.Sprint(get(q, "Properties", "FunctionResponseTypes")) != "[ReportBatchItemFailures]" {
+		t.Errorf("the crawl function's queue trigger %v", q)
+	}
+	vis, _ := strconv.Atoi(fmt.Sprint(get(res, "CrawlQueue", "Properties", "VisibilityTimeout")))
+	timeout, _ := strconv.Atoi(fmt.Sprint(get(res, "CrawlFunction", "Properties", "Timeout")))
+	if timeout == 0 || timeout > 120 || vis < 6*timeout {
+		t.Errorf("crawl function timeout %d s (want at most 120), crawl queue visibility %d s (want at least 6× the timeout)", timeout, vis)
 	}
 	// Environment variables are the ones internal/config reads.
 	env := func(fn string) []string {

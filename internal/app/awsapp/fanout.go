@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/agentgate-dev/agentgate/internal/awserr"
 	"github.com/agentgate-dev/agentgate/internal/emf"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -34,6 +35,9 @@ const MetricServersDispatched = "ServersDispatched"
 
 // maxBatchEntries is SQS's limit on the entries of one SendMessageBatch call.
 const maxBatchEntries = 10
+
+// sqsThrottling are the SQS error codes that mean "not now".
+var sqsThrottling = map[string]bool{"RequestThrottled": true, "ThrottlingException": true, "KmsThrottled": true}
 
 // sendRounds bounds the dispatcher's retries of entries SQS failed in a batch.
 const sendRounds = 4
@@ -178,6 +182,9 @@ func (d DispatchDeps) send(ctx context.Context, bodies []string, backoff func(in
 		}
 		out, err := d.Queue.SendMessageBatch(ctx, in)
 		if err != nil {
+			if !awserr.Transient(err, sqsThrottling) {
+				return sent, err // refused (access, limits): a retry gets the same answer
+			}
 			last = []string{err.Error()}
 			continue // the SDK has retried what it may; so does the next round
 		}

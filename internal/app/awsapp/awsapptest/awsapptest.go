@@ -37,7 +37,9 @@ type Deployment struct {
 	Table, Key, Bucket, BlobBucket, TilesBucket string
 	// CheckpointKey is CheckpointKey's ARN (Ed25519) and Origin the CHECKPOINT_ORIGIN set.
 	CheckpointKey, Origin string
-	// Roles are the sessions of CrawlRole, ApprovalsRole and CheckpointRole (and
+	// CrawlQueue and ParkedQueue are the URLs of CrawlQueue and CrawlParkedQueue.
+	CrawlQueue, ParkedQueue string
+	// Roles are the sessions of CrawlRole, CrawlDispatchRole, ApprovalsRole and CheckpointRole (and
 	// InterceptorRole with EnableAgentCoreInterceptor=true).
 	Roles map[string]*awstest.Principal
 }
@@ -65,7 +67,11 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	d.TilesBucket = s3test.CreateVersionedBucket(t, cfg)
 	d.Res["CatalogTable"], d.Res["LogKey"], d.Res["CheckpointBucket"], d.Res["CatalogBlobBucket"] = d.Table, d.Key, d.Bucket, d.BlobBucket
 	d.Res["TilesBucket"] = d.TilesBucket
-	roles := []string{"CrawlRole", "ApprovalsRole", "CheckpointRole"}
+	// The crawl fan-out's queues, the parked one first (the crawl queue redrives to it).
+	awstest.CreateQueue(t, cfg, "CrawlParkedQueue", d.Res)
+	d.CrawlQueue = awstest.CreateQueue(t, cfg, "CrawlQueue", d.Res)
+	d.ParkedQueue = d.Res["CrawlParkedQueue"]
+	roles := []string{"CrawlRole", "CrawlDispatchRole", "ApprovalsRole", "CheckpointRole"}
 	if d.Res["EnableAgentCoreInterceptor"] == "true" {
 		roles = append(roles, "InterceptorRole") // the key policy names it only then
 	}
@@ -101,7 +107,7 @@ func (d *Deployment) FunctionEnv(t testing.TB) map[string]string {
 	return map[string]string{"CATALOG_TABLE": d.Table, "AUDIT_KMS_KEY": d.Key, "CHECKPOINT_BUCKET": d.Bucket, "CHECKPOINT_S3_PATH_STYLE": "1",
 		"CHECKPOINT_KMS_KEY": d.CheckpointKey, "CHECKPOINT_ORIGIN": d.Origin,
 		"CATALOG_BLOB_BUCKET": d.BlobBucket, "CRAWL_ROLE_ARN": d.CrawlRoleARN(), "TOOLWARRANT_SERVERS": string(servers),
-		"TOOLWARRANT_TILES_BUCKET": d.TilesBucket, "TOOLWARRANT_TILES_PREFIX": "tlog/"}
+		"TOOLWARRANT_TILES_BUCKET": d.TilesBucket, "TOOLWARRANT_TILES_PREFIX": "tlog/", "CRAWL_QUEUE_URL": d.CrawlQueue}
 }
 
 // Warrant returns the toolwarrant service on d acting as identity, signed as role, with
