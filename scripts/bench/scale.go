@@ -16,7 +16,8 @@ import (
 const scaleCmd = "go test -run '^$' -bench Scale -benchtime 1x -timeout 30m ./test/scale/"
 
 var scaleOrder = []string{"scale-crawl-servers-per-min", "scale-crawl-wall-s", "scale-crawl-first-wall-s", "scale-crawl-first-reads-per-server",
-	"scale-refresh-reads-per-replica", "scale-log-appends-per-s", "scale-log-appends-1writer-per-s"}
+	"scale-refresh-reads-per-replica", "scale-log-appends-per-s", "scale-log-appends-1writer-per-s",
+	"scale-fanout-servers-per-min", "scale-fanout-wall-s", "scale-fanout-longest-invocation-s"}
 
 func init() {
 	specs["scale-crawl-servers-per-min"] = spec{"servers the crawl function records per minute, an unchanged crawl of the whole fleet (steady state), in-process handler against moto", "the listing step of the same crawl alone (crawler and fleet), servers/min", scaleCmd}
@@ -26,6 +27,9 @@ func init() {
 	specs["scale-refresh-reads-per-replica"] = spec{"DynamoDB reads of one approvals refresh of an ExtMcp replica serving every server of the catalog", "the same on the smaller catalog, reads", scaleCmd}
 	specs["scale-log-appends-per-s"] = spec{"audit log appends per second through the single HEAD item, SCALE_WRITERS concurrent writers (RecordDecisions); the baseline a sequencer must beat by 10×", "the same (this is the baseline), appends/s", scaleCmd}
 	specs["scale-log-appends-1writer-per-s"] = spec{"the same with one writer", "—", scaleCmd}
+	specs["scale-fanout-servers-per-min"] = spec{"servers recorded per minute by one scheduled crawl through the fan-out (dispatcher, crawl queue, 2 workers of 5 messages), a first crawl of SCALE_FANOUT_SERVERS × SCALE_FANOUT_TOOLS against moto", "the single crawl function's first crawl of the SCALE_SERVERS × SCALE_TOOLS fleet, servers/min", scaleCmd}
+	specs["scale-fanout-wall-s"] = spec{"wall time of that fan-out crawl, dispatch to an empty queue", "—", scaleCmd}
+	specs["scale-fanout-longest-invocation-s"] = spec{"the longest crawl function invocation of that fan-out crawl", "the function's timeout in template.yaml, s", scaleCmd}
 }
 
 // runScale runs BenchmarkScale once and returns its figures.
@@ -34,9 +38,10 @@ func runScale() ([]Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The sub-benchmarks are Catalog/servers=<small>, Catalog/servers=<n> and Appends/writers=<w>.
+	// The sub-benchmarks are Catalog/servers=<small>, Catalog/servers=<n>, FanOut/servers=<f>
+	// and Appends/writers=<w>.
 	var catalogs []int
-	appends := ""
+	appends, fanout := "", ""
 	for name := range r {
 		if v, ok := strings.CutPrefix(name, "BenchmarkScale/Catalog/servers="); ok {
 			n, err := strconv.Atoi(v)
@@ -48,10 +53,13 @@ func runScale() ([]Figure, error) {
 		if strings.HasPrefix(name, "BenchmarkScale/Appends/") {
 			appends = name
 		}
+		if strings.HasPrefix(name, "BenchmarkScale/FanOut/") {
+			fanout = name
+		}
 	}
 	slices.Sort(catalogs)
-	if len(catalogs) != 2 || appends == "" {
-		return nil, fmt.Errorf("BenchmarkScale reported %d catalog sizes and appends %q; want 2 sizes (SCALE_SMALL below SCALE_SERVERS) and the appends", len(catalogs), appends)
+	if len(catalogs) != 2 || appends == "" || fanout == "" {
+		return nil, fmt.Errorf("BenchmarkScale reported %d catalog sizes, appends %q and fan-out %q; want 2 sizes (SCALE_SMALL below SCALE_SERVERS), the appends and the fan-out", len(catalogs), appends, fanout)
 	}
 	small, big := "BenchmarkScale/Catalog/servers="+strconv.Itoa(catalogs[0]), "BenchmarkScale/Catalog/servers="+strconv.Itoa(catalogs[1])
 	var errs []error
@@ -75,6 +83,8 @@ func runScale() ([]Figure, error) {
 	reads, smallReads := get(big, "first-ddb-reads/unit"), get(small, "first-ddb-reads/unit")
 	refresh, smallRefresh := get(big, "refresh-ddb-reads"), get(small, "refresh-ddb-reads")
 	many, one := get(appends, "appendN-appends/s"), get(appends, "append1-appends/s")
+	foPerMin, firstPerMin := get(fanout, "fanout-servers/min"), get(big, "first-servers/min")
+	foWall, foLongest := get(fanout, "fanout-wall-s"), get(fanout, "fanout-longest-invocation-s")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -86,8 +96,11 @@ func runScale() ([]Figure, error) {
 		fig("scale-refresh-reads-per-replica", "reads", refresh, smallRefresh, "ratio 1 (flat in catalog size)"),
 		{ID: "scale-log-appends-per-s", Unit: "appends/s", Value: many, Baseline: many, Ratio: 1, Goal: "sequencer: >= 10× baseline"},
 		{ID: "scale-log-appends-1writer-per-s", Unit: "appends/s", Value: one, Goal: "—"},
+		fig("scale-fanout-servers-per-min", "servers/min", foPerMin, firstPerMin, "one schedule crawls any number of servers"),
+		{ID: "scale-fanout-wall-s", Unit: "s", Value: foWall, Goal: "—"},
+		fig("scale-fanout-longest-invocation-s", "s", foLongest, 120, "< 120 s (no invocation near the timeout)"),
 	}
-	fmt.Fprintf(os.Stderr, "bench: scale run at %d servers (small catalog %d), %s\n", catalogs[1], catalogs[0], strings.TrimPrefix(appends, "BenchmarkScale/Appends/"))
+	fmt.Fprintf(os.Stderr, "bench: scale run at %d servers (small catalog %d), %s, fan-out %s\n", catalogs[1], catalogs[0], strings.TrimPrefix(appends, "BenchmarkScale/Appends/"), strings.TrimPrefix(fanout, "BenchmarkScale/FanOut/"))
 	return figs, nil
 }
 

@@ -28,10 +28,13 @@ type params struct {
 	// Writers and Appends shape the append-rate step: that many concurrent writers, each
 	// appending that many entries (SCALE_WRITERS, SCALE_APPENDS).
 	Writers, Appends int
+	// FanOut × FanOutTools is the fleet of the fan-out crawl (SCALE_FANOUT_SERVERS,
+	// SCALE_FANOUT_TOOLS): few tools, so that moto's table copies let it finish here.
+	FanOut, FanOutTools int
 }
 
 func scaleParams(b *testing.B) params {
-	p := params{Servers: 50, Tools: 40, Small: 10, Drift: 5, Approved: 1, Writers: 8, Appends: 25}
+	p := params{Servers: 50, Tools: 40, Small: 10, Drift: 5, Approved: 1, Writers: 8, Appends: 25, FanOut: 500, FanOutTools: 2}
 	num := func(k string, v *int) {
 		if s := os.Getenv(k); s != "" {
 			n, err := strconv.Atoi(s)
@@ -48,6 +51,8 @@ func scaleParams(b *testing.B) params {
 	num("SCALE_APPROVED", &p.Approved)
 	num("SCALE_WRITERS", &p.Writers)
 	num("SCALE_APPENDS", &p.Appends)
+	num("SCALE_FANOUT_SERVERS", &p.FanOut)
+	num("SCALE_FANOUT_TOOLS", &p.FanOutTools)
 	p.Drift, p.Small = min(p.Drift, p.Servers), min(p.Small, p.Servers)
 	return p
 }
@@ -107,6 +112,11 @@ func reportCrawl(b *testing.B, prefix string, c crawlStep) {
 //   - Catalog/servers=N: the same at SCALE_SERVERS × SCALE_TOOLS, then a second cold start
 //     (servers already there), a crawl in which SCALE_DRIFT servers changed one tool, a
 //     replica's refresh of every server and of SCALE_SMALL of them.
+//   - FanOut/servers=F: one scheduled crawl of SCALE_FANOUT_SERVERS × SCALE_FANOUT_TOOLS
+//     through the crawl fan-out (the dispatcher, then the crawl queue's event source with
+//     the template's CrawlWorkers and CrawlBatchSize), on a deployment of its own: its wall
+//     time, its longest invocation against the function's 120 s timeout, and every server
+//     recorded.
 //   - Appends/writers=W: the audit log's append rate through its HEAD item, one writer
 //     and SCALE_WRITERS at once, each SCALE_APPENDS entries, on a deployment of its own.
 func BenchmarkScale(b *testing.B) {
@@ -145,6 +155,24 @@ func BenchmarkScale(b *testing.B) {
 			report(b, "refresh", d.refresh(b, p.Servers))
 			if p.Small < p.Servers {
 				report(b, "refresh-part", d.refresh(b, p.Small))
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("FanOut/servers=%d", p.FanOut), func(b *testing.B) {
+		for range b.N {
+			d := newDeployment(b, p.FanOut, p.FanOutTools)
+			s := d.fanout(b)
+			report(b, "fanout", s.step)
+			b.Logf("fan-out: %d servers in %s (dispatch %s), %d invocations, longest %s (timeout %s), %d failed messages, %d parked",
+				s.Units, s.Wall.Round(time.Millisecond), s.Dispatch.Round(time.Millisecond), s.Invocations, s.Longest.Round(time.Millisecond), workerTimeout, s.Failed, s.Parked)
+			b.ReportMetric(float64(s.Units)/s.Wall.Minutes(), "fanout-servers/min")
+			b.ReportMetric(s.Longest.Seconds(), "fanout-longest-invocation-s")
+			b.ReportMetric(s.Dispatch.Seconds(), "fanout-dispatch-s")
+			b.ReportMetric(float64(s.Invocations), "fanout-invocations")
+			b.ReportMetric(float64(s.Failed), "fanout-failed-messages")
+			b.ReportMetric(float64(s.Parked), "fanout-parked")
+			if s.Longest >= workerTimeout {
+				b.Errorf("an invocation took %s, over the crawl function's %s timeout", s.Longest, workerTimeout)
 			}
 		}
 	})

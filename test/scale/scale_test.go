@@ -57,6 +57,11 @@ func TestScaleSetup(t *testing.T) {
 	if r.readCalls() != 1 || r.T.ItemsRead != 1 {
 		t.Errorf("refresh with nothing changed: %s; want one read (the audit head)", r)
 	}
+	// The fan-out crawl, on a deployment of its own: every server recorded (fanout checks).
+	fo := newDeployment(t, 4, 2).fanout(t)
+	if fo.Units != 4 || fo.Invocations < 1 || fo.Failed != 0 || fo.Parked != 0 || fo.T.HeadUpdates < 4 {
+		t.Errorf("fan-out crawl: %s; %d invocations, %d failed messages, %d parked", fo, fo.Invocations, fo.Failed, fo.Parked)
+	}
 	a, gaveUp := d.appends(t, 2, 2)
 	if a.Units+gaveUp != 4 || a.T.HeadUpdates < a.Units {
 		t.Errorf("appends: %s; %d gave up", a, gaveUp)

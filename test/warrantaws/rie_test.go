@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/checkpoint"
 	"github.com/agentgate-dev/agentgate/internal/dynamostore"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
@@ -39,15 +40,16 @@ func invoke(t *testing.T, emu *rietest.Emulator, event any, out any) {
 	}
 }
 
-// TestEndToEndUnderRIE runs the three built bootstraps under aws-lambda-rie against moto
-// and KMS: crawl the fixture server, approve through the approvals API with an IAM
-// principal, checkpoint, then verify the log offline against the KMS public key and the
-// checkpoint in S3.
+// TestEndToEndUnderRIE runs the four built bootstraps under aws-lambda-rie against moto
+// and KMS: the dispatcher queues the fixture server, the crawl function crawls it from the
+// queue's message (handed over as Lambda's event source does, as the crawl role), approve
+// through the approvals API with an IAM principal, checkpoint, then verify the log offline
+// against the KMS public key and the checkpoint in S3.
 func TestEndToEndUnderRIE(t *testing.T) {
 	bin := rietest.Find(t)
 	s := newStack(t)
 	boot := map[string]string{}
-	for _, fn := range []string{"crawl", "approvals", "checkpoint"} {
+	for _, fn := range []string{"crawldispatch", "crawl", "approvals", "checkpoint"} {
 		boot[fn] = rietest.Build(t, fn)
 	}
 	servers, _ := json.Marshal([]map[string]any{{"name": "weather", "url": s.mcpURL, "allowPrivate": true}})
@@ -62,14 +64,38 @@ func TestEndToEndUnderRIE(t *testing.T) {
 		}
 		return e
 	}
+	dispatchFn := rietest.Start(t, bin, boot["crawldispatch"], append(s.dep.Roles["CrawlDispatchRole"].Env(t),
+		"CATALOG_TABLE="+s.c.CatalogTable, "CRAWL_QUEUE_URL="+s.dep.CrawlQueue, "TOOLWARRANT_SERVERS="+string(servers)))
 	crawlFn := rietest.Start(t, bin, boot["crawl"], env("CrawlRole"))
 	apiFn := rietest.Start(t, bin, boot["approvals"], env("ApprovalsRole"))
 	cpFn := rietest.Start(t, bin, boot["checkpoint"], env("CheckpointRole"))
 
-	var res awsapp.CrawlResult
-	invoke(t, crawlFn, json.RawMessage(testenv.Event(t, "crawl-scheduled.json")), &res)
-	if res.Recorded != 1 || len(res.Servers[0].NewVersions) != 2 {
-		t.Fatalf("crawl under RIE: %+v", res)
+	var dres awsapp.DispatchResult
+	invoke(t, dispatchFn, json.RawMessage(testenv.Event(t, "crawl-scheduled.json")), &dres)
+	if dres.Servers != 1 || dres.Messages != 1 {
+		t.Fatalf("dispatch under RIE: %+v", dres)
+	}
+	qctx, qcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer qcancel()
+	calls, err := awstest.SQSEventSource{Config: s.dep.Config(t, "CrawlRole"), QueueURL: s.dep.CrawlQueue, BatchSize: 5, Concurrency: 1, Timeout: time.Minute,
+		Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			body, _ := json.Marshal(ev)
+			raw, err := crawlFn.FirstInvoke(ctx, body)
+			var resp events.SQSEventResponse
+			if err == nil {
+				err = json.Unmarshal(raw, &resp)
+			}
+			return resp, err
+		}}.Run(qctx)
+	if err != nil || len(calls) != 1 || calls[0].Err != nil || calls[0].Failed != 0 {
+		t.Fatalf("crawl from the queue under RIE: %+v, %v", calls, err)
+	}
+	cat0, err := awsapp.Catalog(t.Context(), s.cfg, awsapp.CatalogOptions{Table: s.c.CatalogTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv, err := cat0.Server(t.Context(), "weather"); err != nil || srv.LastCrawl != 1 {
+		t.Fatalf("after the queued crawl: %+v, %v", srv, err)
 	}
 	var resp events.APIGatewayV2HTTPResponse
 	invoke(t, apiFn, apiEvent(t, "approvals-proposals.json", alice, "", "", nil), &resp)
