@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/netguard"
@@ -32,7 +33,7 @@ func (a *app) serverCmd() *cobra.Command {
 
 func (a *app) serverAddCmd() *cobra.Command {
 	var allowPrivate bool
-	var headerEnv []string
+	var headerEnv, headerSecret []string
 	c := &cobra.Command{
 		Use:   "add NAME URL",
 		Short: "Add an upstream MCP server (Streamable HTTP, or legacy SSE)",
@@ -47,9 +48,17 @@ on this machine or your intranet. Cloud metadata addresses are always refused.
 the value of the environment variable ENVVAR at crawl time. Only the two names are stored;
 the value never enters the catalog.
 
-Adding a server that is already there with the same settings changes nothing.` + exitCodes("the server was added (or was already there, unchanged)", ""),
+Adding a server that is already there with the same settings changes nothing.
+
+With --remote (a SAM deployment) the server is added through the approvals API as your IAM
+principal (your role needs the stack's CatalogAdminPolicyArn), and the next scheduled crawl
+queues it. There a header's value comes from a Secrets Manager secret or SSM parameter,
+--header-secret HEADER=ARN, which the stack's CrawlHeaderSecretArns must list; --header-env
+and --allow-private are refused (the crawl function reaches only public addresses).` + exitCodes("the server was added (or was already there, unchanged)", "") + remoteNote,
 		Example: `  toolwarrant server add weather https://weather.example.com/mcp --header-env Authorization=WEATHER_TOKEN
-  toolwarrant server add local http://127.0.0.1:3001/mcp --allow-private`,
+  toolwarrant server add local http://127.0.0.1:3001/mcp --allow-private
+  toolwarrant server add weather https://weather.example.com/mcp --remote "$APPROVALS_API_URL" \
+    --header-secret Authorization=arn:aws:secretsmanager:eu-west-1:123456789012:secret:weather-token-AbCdEf`,
 		Args: cli.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, rawURL := args[0], args[1]
@@ -69,6 +78,16 @@ Adding a server that is already there with the same settings changes nothing.` +
 			// only at crawl time.
 			if _, err := netguard.New(netguard.Config{AllowPrivate: allowPrivate}).ParseURL(rawURL); err != nil {
 				return cli.Usage(cmd, "server %q: %s", name, refusedURL(rawURL, err, allowPrivate))
+			}
+			r, err := a.remote(cmd)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				return a.remoteAddServer(cmd, r, name, rawURL, allowPrivate, headerEnv, headerSecret)
+			}
+			if len(headerSecret) > 0 {
+				return cli.Usage(cmd, "--header-secret is for --remote (a SAM deployment); here use --header-env HEADER=ENVVAR")
 			}
 			cat, svc, _, err := a.open(cmd.Context(), cmd, false)
 			if err != nil {
@@ -105,7 +124,37 @@ Adding a server that is already there with the same settings changes nothing.` +
 	}
 	c.Flags().BoolVar(&allowPrivate, "allow-private", false, "allow loopback, private and link-local addresses for this server (never cloud metadata)")
 	c.Flags().StringArrayVar(&headerEnv, "header-env", nil, "send `HEADER=ENVVAR`: the header HEADER with the value of $ENVVAR at crawl time (repeatable)")
+	c.Flags().StringArrayVar(&headerSecret, "header-secret", nil, "with --remote, send `HEADER=ARN`: the header HEADER with the value of that Secrets Manager secret or SSM parameter at crawl time (repeatable)")
+	a.addRemoteFlag(c)
 	return c
+}
+
+// remoteAddServer adds a server through the approvals API (POST /v1/servers).
+func (a *app) remoteAddServer(cmd *cobra.Command, r *approvalsapi.Remote, name, rawURL string, allowPrivate bool, headerEnv, headerSecret []string) error {
+	switch {
+	case allowPrivate:
+		return cli.Usage(cmd, "--allow-private is refused with --remote: the crawl function reaches only public addresses")
+	case len(headerEnv) > 0:
+		return cli.Usage(cmd, "--header-env is refused with --remote: the crawl function has no such variable; put the value in a secret and use --header-secret HEADER=ARN")
+	}
+	req := approvalsapi.ServerRequest{Name: name, URL: rawURL}
+	for _, h := range headerSecret {
+		header, arn, ok := strings.Cut(h, "=")
+		if !ok || strings.TrimSpace(header) == "" || !strings.HasPrefix(arn, "arn:") {
+			return cli.Usage(cmd, "--header-secret %q: want HEADER=ARN, the ARN of a Secrets Manager secret or SSM parameter", h)
+		}
+		req.Headers = append(req.Headers, warrant.HeaderRef{Header: strings.TrimSpace(header), Secret: arn})
+	}
+	added, err := r.AddServer(cmd.Context(), req)
+	if err != nil {
+		return remoteFailed(err)
+	}
+	if !added {
+		fmt.Fprintf(a.env.Stdout, "server %s is already in the catalog with these settings; nothing changed\n", name)
+		return nil
+	}
+	fmt.Fprintf(a.env.Stdout, "added server %s %s; the next scheduled crawl queues it\n", name, rawURL)
+	return nil
 }
 
 // serverJSON is one server in `server list --json` (docs/toolwarrant.md).

@@ -30,7 +30,7 @@ func newHandler(ctx context.Context, getenv func(string) string, awsCfg *aws.Con
 	if err != nil {
 		return nil, err
 	}
-	return httpadapter.NewV2(awsapp.ApprovalsHandler(w, c.CrawlRole, log)).ProxyWithContext, nil
+	return httpadapter.NewV2(awsapp.ApprovalsHandler(w, c.CrawlRole, c.HeaderSecrets, log)).ProxyWithContext, nil
 }
 
 func main() {

@@ -310,6 +310,20 @@ func (c *Remote) Decide(ctx context.Context, server, tool string, req DecisionRe
 	return d, nil
 }
 
+// AddServer adds a server to the catalog as the caller's IAM principal; false when an
+// identical one was already there.
+func (c *Remote) AddServer(ctx context.Context, req ServerRequest) (bool, error) {
+	_, b, err := c.do(ctx, http.MethodPost, "/v1/servers", nil, req)
+	if err != nil {
+		return false, err
+	}
+	var a ServerAnswer
+	if err := json.Unmarshal(b, &a); err != nil || a.Server != req.Name {
+		return false, fmt.Errorf("approvals API: POST /v1/servers: unexpected answer %q (the server may have been added: check 'toolwarrant server list')", b)
+	}
+	return a.Added, nil
+}
+
 // maxAuditPages bounds one export (at MaxAuditPage entries a page).
 const maxAuditPages = 1 << 20
 

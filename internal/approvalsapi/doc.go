@@ -7,6 +7,7 @@
 //	GET  /v1/servers/{server}/tools/{tool}/diff?from=&to= the graded diff of two versions
 //	GET  /v1/servers/{server}/tools/{tool}/versions/{v}  one version (a digest, a prefix, or "current")
 //	POST /v1/servers/{server}/tools/{tool}/decisions     approve, reject or roll back one exact digest
+//	POST /v1/servers                                     add a server for the crawl to list
 //	GET  /v1/audit?after=SEQ&limit=N                     audit entries after SEQ, as export lines
 //
 // It is a transport and only translates. A request becomes a warrant.Service call: a

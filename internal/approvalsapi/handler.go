@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/iamattest"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
@@ -34,6 +36,10 @@ type Config struct {
 	Caller func(*http.Request) Caller
 	// CrawlRole is the crawl function's role ARN: it and its sessions can never decide.
 	CrawlRole string
+	// HeaderSecrets are the ARN patterns of the secrets the crawl role may read
+	// (CRAWL_HEADER_SECRETS): a server added through the API may name only those for its
+	// headers. Default none: a server with headers is refused.
+	HeaderSecrets []string
 	// Logger receives internal errors and one line per recorded decision. Default:
 	// discard.
 	Logger *slog.Logger
@@ -50,6 +56,7 @@ type Handler struct {
 	svc       *warrant.Service
 	caller    func(*http.Request) Caller
 	crawlRole string
+	secrets   []string
 	log       *slog.Logger
 	mux       *http.ServeMux
 }
@@ -59,7 +66,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("approvalsapi: Config.Service is required")
 	}
-	h := &Handler{svc: cfg.Service, caller: cfg.Caller, crawlRole: cfg.CrawlRole, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &Handler{svc: cfg.Service, caller: cfg.Caller, crawlRole: cfg.CrawlRole, secrets: cfg.HeaderSecrets, log: cfg.Logger, mux: http.NewServeMux()}
 	if h.caller == nil {
 		h.caller = func(*http.Request) Caller { return Caller{} }
 	}
@@ -72,6 +79,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/diff", h.diff)
 	h.mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/versions/{version}", h.version)
 	h.mux.HandleFunc("POST /v1/servers/{server}/tools/{tool}/decisions", h.decide)
+	h.mux.HandleFunc("POST /v1/servers", h.addServer)
 	h.mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		h.writeErr(rw, r, fmt.Errorf("%w: no route %s %s", errRoute, r.Method, r.URL.Path))
 	})
@@ -262,4 +270,66 @@ func (h *Handler) decide(rw http.ResponseWriter, r *http.Request) {
 		slog.String("decision", string(req.Decision)), slog.String("by", who), slog.Int64("audit_seq", head.Seq))
 	writeJSON(rw, http.StatusCreated, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "by": who,
 		"auditHead": head, "auditEntry": strconv.FormatInt(head.Seq, 10)})
+}
+
+// ServerRequest is the body of POST /v1/servers: a server for the crawl to list, its
+// headers' values read from the Secrets Manager secrets or SSM parameters they name (which
+// CrawlHeaderSecretArns must list). A server on a private address cannot be added here:
+// the crawl function refuses loopback, private and link-local addresses for it.
+type ServerRequest struct {
+	Name    string              `json:"name"`
+	URL     string              `json:"url"`
+	Headers []warrant.HeaderRef `json:"headers,omitempty"`
+}
+
+// ServerAnswer is the answer of POST /v1/servers: Added is false when an identical server
+// was already in the catalog (200; 201 when added).
+type ServerAnswer struct {
+	Server string `json:"server"`
+	Added  bool   `json:"added"`
+	By     string `json:"by,omitempty"`
+}
+
+// addServer adds a server to the catalog as the caller's principal (its audit entry's
+// actor); the next scheduled crawl queues it. The crawl role cannot add one.
+func (h *Handler) addServer(rw http.ResponseWriter, r *http.Request) {
+	c, err := h.principal(r)
+	if err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	if iamattest.Same(c.Principal, h.crawlRole) {
+		h.writeErr(rw, r, fmt.Errorf("%w: %s is the crawl role, which adds only the servers of TOOLWARRANT_SERVERS", warrant.ErrForbidden, c.Principal))
+		return
+	}
+	var req ServerRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		h.writeErr(rw, r, fmt.Errorf("%w: the body is not a server {name, url, headers: [{header, secret}]}: %v", warrant.ErrInvalid, err))
+		return
+	}
+	for _, hd := range req.Headers {
+		switch {
+		case hd.Env != "" || hd.Secret == "":
+			err = fmt.Errorf("%w: header %s: on AWS a header's value comes from a secret (\"secret\": its ARN), not an environment variable", warrant.ErrInvalid, hd.Header)
+		case !slices.ContainsFunc(h.secrets, func(p string) bool { return config.MatchARN(p, hd.Secret) }):
+			err = fmt.Errorf("%w: header %s reads %s, which the crawl role may not read: add it to the stack's CrawlHeaderSecretArns parameter first", warrant.ErrInvalid, hd.Header, hd.Secret)
+		}
+		if err != nil {
+			h.writeErr(rw, r, err)
+			return
+		}
+	}
+	added, err := h.svc.AddServerAs(r.Context(), warrant.Server{Name: req.Name, URL: req.URL, Headers: req.Headers}, c.Principal)
+	if err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	if !added {
+		writeJSON(rw, http.StatusOK, ServerAnswer{Server: req.Name})
+		return
+	}
+	h.log.InfoContext(r.Context(), "server added", slog.String("server", req.Name), slog.String("url", req.URL), slog.String("by", c.Principal))
+	writeJSON(rw, http.StatusCreated, ServerAnswer{Server: req.Name, Added: true, By: c.Principal})
 }

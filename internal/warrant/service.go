@@ -145,12 +145,25 @@ func mustJSON(v any) json.RawMessage {
 // nothing, when an identical server is already there; ErrConflict when a different one
 // has the name.
 func (s *Service) AddServer(ctx context.Context, srv Server) (bool, error) {
+	return s.addServer(ctx, srv, s.identity)
+}
+
+// AddServerAs is AddServer recording by (a caller the transport authenticated, such as
+// the approvals API's IAM principal) as the server's AddedBy and its audit entry's actor.
+func (s *Service) AddServerAs(ctx context.Context, srv Server, by string) (bool, error) {
+	if by == "" {
+		return false, fmt.Errorf("%w: adding a server needs the identity adding it", ErrInvalid)
+	}
+	return s.addServer(ctx, srv, by)
+}
+
+func (s *Service) addServer(ctx context.Context, srv Server, by string) (bool, error) {
 	srv.Headers = slices.Clone(srv.Headers)
 	SortHeaders(srv.Headers)
 	if err := srv.Validate(); err != nil {
 		return false, err
 	}
-	srv.AddedAt, srv.AddedBy, srv.LastCrawl = s.clock(), s.identity, 0
+	srv.AddedAt, srv.AddedBy, srv.LastCrawl = s.clock(), by, 0
 	if old, err := s.cat.Server(ctx, srv.Name); err == nil {
 		if sameServer(old, srv) {
 			return false, nil

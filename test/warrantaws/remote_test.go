@@ -171,3 +171,69 @@ func TestRemoteCLI(t *testing.T) {
 		t.Errorf("a --remote command touched the local catalog: %v", err)
 	}
 }
+
+// TestRemoteServerAdd: `toolwarrant server add --remote` registers a server through the
+// approvals API as the caller's IAM principal (POST /v1/servers, CatalogAdminPolicy): it is
+// in the catalog the dispatcher queues, recorded by that principal in a log that verifies;
+// the same again changes nothing; a private address, an environment header, a secret the
+// crawl role may not read, a reader's credentials and the crawl role are refused, and
+// nothing is added.
+func TestRemoteServerAdd(t *testing.T) {
+	s := newStack(t)
+	s.c.HeaderSecrets = []string{"arn:aws:secretsmanager:us-east-1:123456789012:secret:tickets-token-??????"}
+	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
+		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
+		"AKIDCAROL": {secret: "carol-secret", arn: "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"},
+		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
+	}}
+	url := gw.start(t)
+	dir := t.TempDir()
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
+	run := func(akid, secret string, want int, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
+			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_REMOTE=" + url, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
+		code, stdout, stderr := testenv.RunCommand(t, cmd)
+		if code != want {
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	secret := "arn:aws:secretsmanager:us-east-1:123456789012:secret:tickets-token-AbCdEf"
+	if out := run("AKIDALICE", "alice-secret", 0, "server", "add", "tickets", "https://tickets.example.com/mcp", "--header-secret", "Authorization="+secret); !strings.Contains(out, "added server tickets") {
+		t.Errorf("server add --remote: %s", out)
+	}
+	if out := run("AKIDALICE", "alice-secret", 0, "server", "add", "tickets", "https://tickets.example.com/mcp", "--header-secret", "Authorization="+secret); !strings.Contains(out, "nothing changed") {
+		t.Errorf("server add --remote again: %s", out)
+	}
+	run("AKIDALICE", "alice-secret", 2, "server", "add", "lan", "http://10.0.0.7/mcp", "--allow-private")
+	run("AKIDALICE", "alice-secret", 2, "server", "add", "envy", "https://envy.example.com/mcp", "--header-env", "Authorization=TOKEN")
+	if out := run("AKIDALICE", "alice-secret", 2, "server", "add", "other", "https://other.example.com/mcp", "--header-secret",
+		"Authorization=arn:aws:secretsmanager:us-east-1:123456789012:secret:other-XyZ123"); !strings.Contains(out, "CrawlHeaderSecretArns") {
+		t.Errorf("a secret the crawl role may not read: %s", out)
+	}
+	run("AKIDCAROL", "carol-secret", 2, "server", "add", "carols", "https://carols.example.com/mcp")
+	run("AKIDCRAWL", "crawl-secret", 2, "server", "add", "crawls", "https://crawls.example.com/mcp")
+
+	w := s.warrant(t, "reader", awsapp.WarrantOptions{})
+	servers, err := w.Catalog.Servers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, srv := range servers {
+		names = append(names, srv.Name)
+		if srv.Name == "tickets" && (srv.AddedBy != alice || len(srv.Headers) != 1 || srv.Headers[0].Secret != secret) {
+			t.Errorf("tickets: %+v; want added by %s with its secret header", srv, alice)
+		}
+	}
+	if fmt.Sprint(names) != "[tickets]" {
+		t.Errorf("catalog servers %v, want [tickets]", names)
+	}
+	if _, rep := s.dep.AuditLog(t); !rep.OK() {
+		t.Errorf("audit log: %+v", rep.Problems)
+	}
+}

@@ -118,7 +118,7 @@ func (s *stack) crawl(t testing.TB, o awsapp.WarrantOptions) func(context.Contex
 
 func (s *stack) approvals(t *testing.T, o awsapp.WarrantOptions) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	t.Helper()
-	return awstest.LambdaHTTP(httpadapter.NewV2(awsapp.ApprovalsHandler(s.warrant(t, "approvals", o), crawlRole, slog.New(slog.DiscardHandler))).ProxyWithContext)
+	return awstest.LambdaHTTP(httpadapter.NewV2(awsapp.ApprovalsHandler(s.warrant(t, "approvals", o), crawlRole, s.c.HeaderSecrets, slog.New(slog.DiscardHandler))).ProxyWithContext)
 }
 
 func apiEvent(t *testing.T, name, who, server, tool string, body any) events.APIGatewayV2HTTPRequest {

@@ -323,8 +323,14 @@ func TestTemplatePolicies(t *testing.T) {
 	for en, ev := range get(res, "ApprovalsFunction", "Properties", "Events").(map[string]any) {
 		method, route := fmt.Sprint(get(ev, "Properties", "Method")), fmt.Sprint(get(ev, "Properties", "Path"))
 		routes++
-		if !allows("ApproverPolicy", method, route) {
-			t.Errorf("ApproverPolicy does not allow route %s (%s %s)", en, method, route)
+		// Registering servers is the catalog administrators' (CatalogAdminPolicy), and
+		// only theirs; every other route the approvers'.
+		admin := method == "POST" && route == "/v1/servers"
+		if got := allows("ApproverPolicy", method, route); got == admin {
+			t.Errorf("ApproverPolicy allows route %s (%s %s): %v, want %v", en, method, route, got, !admin)
+		}
+		if got := allows("CatalogAdminPolicy", method, route); got != admin {
+			t.Errorf("CatalogAdminPolicy allows route %s (%s %s): %v, want %v", en, method, route, got, admin)
 		}
 		if got := allows("AuditorPolicy", method, route); got != (method == "GET") {
 			t.Errorf("AuditorPolicy allows %s %s: %v, want %v (reads only)", method, route, got, method == "GET")
@@ -363,8 +369,9 @@ func TestTemplatePolicies(t *testing.T) {
 	for fn, want := range map[string][]string{
 		"CrawlFunction": {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_DEADLINE_MARGIN", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN", "TOOLWARRANT_CRAWL_CONCURRENCY",
 			"TOOLWARRANT_CRAWL_TIMEOUT", "TOOLWARRANT_SERVERS"},
-		"ApprovalsFunction":  {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_ROLE_ARN"},
-		"CheckpointFunction": {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET", "CHECKPOINT_KMS_KEY", "CHECKPOINT_ORIGIN", "TOOLWARRANT_TILES_BUCKET", "TOOLWARRANT_TILES_PREFIX"},
+		"ApprovalsFunction":     {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "CRAWL_HEADER_SECRETS", "CRAWL_ROLE_ARN"},
+		"CrawlDispatchFunction": {"CATALOG_TABLE", "CRAWL_QUEUE_URL", "CRAWL_SERVERS_PER_MESSAGE", "TOOLWARRANT_SERVERS"},
+		"CheckpointFunction":    {"AUDIT_KMS_KEY", "CATALOG_TABLE", "CHECKPOINT_BUCKET", "CHECKPOINT_KMS_KEY", "CHECKPOINT_ORIGIN", "TOOLWARRANT_TILES_BUCKET", "TOOLWARRANT_TILES_PREFIX"},
 		"InterceptorFunction": {"AUDIT_KMS_KEY", "CATALOG_BLOB_BUCKET", "CATALOG_TABLE", "INTERCEPTOR_RECORD_EVERY", "INTERCEPTOR_REFRESH", "INTERCEPTOR_ROLE_ARN",
 			"INTERCEPTOR_SERVERS", "INTERCEPTOR_SHADOW", "INTERCEPTOR_STALENESS"},
 	} {

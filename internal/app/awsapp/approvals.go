@@ -12,8 +12,8 @@ import (
 // ApprovalsHandler is the approvals API (internal/approvalsapi) over w, as the approvals
 // Lambda serves it behind API Gateway: the caller is the IAM principal and request ID
 // of API Gateway's request context (GatewayCaller), and crawlRole may never decide.
-func ApprovalsHandler(w *Warrant, crawlRole string, log *slog.Logger) http.Handler {
-	h, err := approvalsapi.New(approvalsapi.Config{Service: w.Service, Caller: GatewayCaller, CrawlRole: crawlRole, Logger: log})
+func ApprovalsHandler(w *Warrant, crawlRole string, headerSecrets []string, log *slog.Logger) http.Handler {
+	h, err := approvalsapi.New(approvalsapi.Config{Service: w.Service, Caller: GatewayCaller, CrawlRole: crawlRole, HeaderSecrets: headerSecrets, Logger: log})
 	if err != nil {
 		// Only a Warrant that NewWarrant did not build has no service: refuse every
 		// request rather than fail in one.
