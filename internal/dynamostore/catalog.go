@@ -63,6 +63,10 @@ type CatalogConfig struct {
 	// MaxBlobBytes bounds one object written to Blobs (ErrInvalid above it); configure the
 	// store to read as much (s3blob.Config.MaxObjectBytes). Default DefaultMaxBlobBytes.
 	MaxBlobBytes int64
+	// Sequencer, when set, turns on sequenced appends (AppendEvents, Sequence): events that
+	// accompany no other write are queued and integrated in batches, one head update per
+	// batch (catalog.md, "Sequenced appends"). Nil: AppendEvents is refused.
+	Sequencer *SequencerConfig
 }
 
 // Catalog is the DynamoDB implementation of warrant.Catalog (catalog.md). It is
@@ -77,6 +81,7 @@ type Catalog struct {
 	blobs    blob.Store
 	maxBlob  int64
 	idxCache indexCache
+	seq      *sequencer
 	// marked is set once the table is known to hold this version's format marker: read at
 	// construction, or written by a transaction of ours. Until then every write
 	// transaction carries the marker (see markerItem).
@@ -110,6 +115,11 @@ func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	seq, err := newSequencer(cfg.Sequencer, c.writeID)
+	if err != nil {
+		return nil, err
+	}
+	c.seq = seq
 	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: keyOf(pkSchema, pkSchema), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, cclassify("read format marker of "+cfg.Table, err)

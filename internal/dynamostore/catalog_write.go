@@ -63,6 +63,7 @@ const (
 	roleApproval
 	roleVersion
 	roleMarker
+	roleQueued
 )
 
 type txItem struct {

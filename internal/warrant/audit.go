@@ -72,6 +72,17 @@ type Auditor interface {
 	Chain(ctx context.Context, head AuditHead, events []Event) ([]AuditRecord, error)
 }
 
+// EventSequencer appends events that accompany no other write (decision records) without
+// taking the audit head: the store queues them and a sequencer chains, signs and
+// integrates queued events in batches, one head update per batch (dynamostore's sequenced
+// appends). AppendEvents returns nil only once the events are in the log, consecutive and
+// in order; ErrInvalid (nothing queued) for events it refuses; ErrUnavailable when they
+// were queued but not yet sequenced (they stay queued and are sequenced later, so a
+// caller that retries may record them twice).
+type EventSequencer interface {
+	AppendEvents(ctx context.Context, events []Event) error
+}
+
 // Event types written by this package.
 const (
 	EventServerAdded     = "server_added"

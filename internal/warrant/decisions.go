@@ -67,8 +67,9 @@ var DecisionOutcomes = []string{"allowed", "filtered", "denied", "would-deny"}
 const MaxDecisionsPerEntry = 200
 
 // RecordDecisions appends one window of decisions to the audit log as signed
-// decisions_recorded entries (one per MaxDecisionsPerEntry records), chained from the
-// head, retried when another write wins the race. It needs an Auditor. ErrInvalid, and
+// decisions_recorded entries (one per MaxDecisionsPerEntry records): through the
+// Sequencer when the service has one, else chained from the head and retried when another
+// write wins the race. It needs an Auditor. ErrInvalid, and
 // nothing written, for a window that is not well formed.
 func (s *Service) RecordDecisions(ctx context.Context, w DecisionWindow) error {
 	if s.auditor == nil {
@@ -88,6 +89,12 @@ func (s *Service) RecordDecisions(ctx context.Context, w DecisionWindow) error {
 			part.Folded = 0 // counted once, with the first part
 		}
 		events = append(events, Event{Type: EventDecisionsRecorded, Actor: s.identity, At: w.To, Body: mustJSON(part)})
+	}
+	if s.seq != nil {
+		if err := s.seq.AppendEvents(ctx, events); err != nil {
+			return fmt.Errorf("record decisions of %s %s: %w", w.Point, w.Instance, err)
+		}
+		return nil
 	}
 	return s.audited(ctx, "record decisions of "+w.Point+" "+w.Instance, func() ([]Event, error) { return events, nil },
 		func(a AuditAppend) error { return s.cat.AppendAudit(ctx, a) })

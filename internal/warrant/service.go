@@ -19,6 +19,11 @@ type Config struct {
 	Catalog Catalog
 	// Auditor turns each write's events into audit records. Nil writes none (tests of the catalog alone).
 	Auditor Auditor
+	// Sequencer, when set, appends the events that accompany no other write (decision
+	// records) in place of chaining them from the head here (a store with a sequencer:
+	// dynamostore.Catalog with CatalogConfig.Sequencer). Nil: they are chained and
+	// appended like every other write.
+	Sequencer EventSequencer
 	// Identity is who acts: recorded as a server's AddedBy and a crawl's By. Default
 	// "unknown".
 	Identity string
@@ -44,6 +49,7 @@ type Config struct {
 type Service struct {
 	cat      Catalog
 	auditor  Auditor
+	seq      EventSequencer
 	identity string
 	now      func() time.Time
 	attempts int
@@ -64,7 +70,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("warrant: Config.Catalog is required")
 	}
-	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts, screen: cfg.FirstSight, policies: cfg.ApplyPolicies}
+	s := &Service{cat: cfg.Catalog, auditor: cfg.Auditor, seq: cfg.Sequencer, identity: cfg.Identity, now: cfg.Now, attempts: cfg.MaxAttempts, screen: cfg.FirstSight, policies: cfg.ApplyPolicies}
 	if s.identity == "" {
 		s.identity = "unknown"
 	}

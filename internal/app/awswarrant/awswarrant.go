@@ -60,12 +60,15 @@ type Warrant struct {
 // CATALOG_BLOB_BUCKET is set), the KMS log signer (one GetPublicKey) and the service
 // acting as identity.
 func New(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity string, log *slog.Logger, o Options) (*Warrant, error) {
-	cat, err := Catalog(ctx, awsCfg, CatalogOptions{Table: c.CatalogTable, BlobBucket: c.CatalogBlobBucket, S3PathStyle: c.S3PathStyle,
-		DynamoDB: o.DynamoDB, S3: o.S3, Logger: log})
+	sig, err := kmssigner.New(ctx, kmssigner.Config{Client: kms.NewFromConfig(awsCfg, o.KMS...), KeyID: c.LogKey, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	sig, err := kmssigner.New(ctx, kmssigner.Config{Client: kms.NewFromConfig(awsCfg, o.KMS...), KeyID: c.LogKey, Logger: log})
+	chainer := &audit.Chainer{Signer: sig}
+	// Decision records go through the log's sequencer (dynamostore, "Sequenced appends"):
+	// queued, then integrated in batches by whichever writer holds the lease.
+	cat, err := Catalog(ctx, awsCfg, CatalogOptions{Table: c.CatalogTable, BlobBucket: c.CatalogBlobBucket, S3PathStyle: c.S3PathStyle,
+		DynamoDB: o.DynamoDB, S3: o.S3, Logger: log, Sequencer: &dynamostore.SequencerConfig{Log: chainer}})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +76,7 @@ func New(ctx context.Context, awsCfg aws.Config, c config.WarrantAWS, identity s
 	if now == nil {
 		now = time.Now
 	}
-	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: sig}, Identity: identity, Now: now, FirstSight: findings.FirstSight})
+	svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: chainer, Sequencer: cat, Identity: identity, Now: now, FirstSight: findings.FirstSight})
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +134,9 @@ type CatalogOptions struct {
 	S3       []func(*s3.Options)
 	// Logger receives the catalog's warnings. Default: discard.
 	Logger *slog.Logger
+	// Sequencer turns on the catalog's sequenced appends (it needs the log key). Nil:
+	// none, as for the roles that only read.
+	Sequencer *dynamostore.SequencerConfig
 }
 
 // Catalog builds the DynamoDB catalog alone (no KMS key), with its blob store when
@@ -139,7 +145,7 @@ type CatalogOptions struct {
 // marker and writes nothing: a role that may only read the table (the checkpoint
 // function, the ExtMcp container) opens it.
 func Catalog(ctx context.Context, awsCfg aws.Config, o CatalogOptions) (*dynamostore.Catalog, error) {
-	cc := dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, o.DynamoDB...), Table: o.Table, Logger: o.Logger}
+	cc := dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(awsCfg, o.DynamoDB...), Table: o.Table, Logger: o.Logger, Sequencer: o.Sequencer}
 	if o.BlobBucket != "" {
 		opts := append([]func(*s3.Options){func(so *s3.Options) { so.UsePathStyle = o.S3PathStyle }}, o.S3...)
 		// The store reads as much as the catalog writes: definitions up to the crawl's
