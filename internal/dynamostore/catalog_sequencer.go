@@ -42,6 +42,10 @@ const (
 	batchBytes = 1 << 20
 	// maxQueuedBytes bounds one queue item's events (an item holds 400 KB).
 	maxQueuedBytes = 350 << 10
+	// lingerRounds and lingerPause: a holder that finds the queue empty looks again that
+	// many times, that long apart, before it lets the lease go.
+	lingerRounds = 2
+	lingerPause  = 3 * time.Millisecond
 )
 
 // SequencerConfig turns on sequenced appends (CatalogConfig.Sequencer).
@@ -151,13 +155,22 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.seq.wait)
 	defer cancel()
-	pause := 5 * time.Millisecond
-	for {
-		if held, err := c.lease(ctx); err == nil && held {
-			_, ierr := c.integrateWhileHeld(ctx, sk)
-			c.release(ctx)
-			if ierr != nil && !errors.Is(ierr, context.DeadlineExceeded) {
-				return fmt.Errorf("%s: queued as %s; integrating: %w", op, sk, ierr)
+	// Take the lease and integrate, or wait for the holder to: poll the queue item, and
+	// try the lease again every third poll (a holder lingers on an empty queue before it
+	// lets go, so an item queued while it works is usually integrated by it). The first
+	// pause is about one integration's round trips.
+	pause := 16 * time.Millisecond
+	for i := 0; ; i++ {
+		if i%3 == 0 {
+			if held, err := c.lease(ctx); err == nil && held {
+				_, ierr := c.integrateWhileHeld(ctx, sk)
+				c.release(ctx)
+				if ierr == nil {
+					return nil // it integrated through an empty queue: ours is in
+				}
+				if !errors.Is(ierr, context.DeadlineExceeded) {
+					return fmt.Errorf("%s: queued as %s; integrating: %w", op, sk, ierr)
+				}
 			}
 		}
 		item, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: keyOf(pkQueue, sk), ConsistentRead: aws.Bool(true),
@@ -166,7 +179,7 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 			return nil
 		}
 		d := pause/2 + time.Duration(mrand.Int64N(int64(pause)))
-		pause = min(2*pause, 100*time.Millisecond)
+		pause = min(2*pause, 64*time.Millisecond)
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -197,8 +210,8 @@ func (c *Catalog) enqueue(ctx context.Context, op, sk, wid string, at time.Time,
 func (c *Catalog) lease(ctx context.Context) (bool, error) {
 	now := c.seq.now()
 	_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: c.table, Key: keyOf(pkAudit, skLease),
-		UpdateExpression:    aws.String("SET holder = :me, #u = :until"),
-		ConditionExpression: aws.String("attribute_not_exists(holder) OR #u < :now OR holder = :me"),
+		UpdateExpression:         aws.String("SET holder = :me, #u = :until"),
+		ConditionExpression:      aws.String("attribute_not_exists(holder) OR #u < :now OR holder = :me"),
 		ExpressionAttributeNames: map[string]string{"#u": "until"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(c.seq.holder),
 			":until": num(now.Add(c.seq.leaseFor).UnixMilli()), ":now": num(now.UnixMilli())}})
@@ -228,18 +241,30 @@ func (c *Catalog) release(ctx context.Context) {
 // of writers does not keep one holder busy past its lease. It returns the entries written.
 func (c *Catalog) integrateWhileHeld(ctx context.Context, own string) (int, error) {
 	start := c.seq.now()
-	total := 0
+	total, empty := 0, 0
 	ownDone := own == ""
+	var head *warrant.AuditHead // known after our own commit; read again when it moved
 	for range 10000 {
-		n, last, err := c.integrate(ctx)
+		n, last, next, err := c.integrate(ctx, head)
+		head = next
 		switch {
 		case errors.Is(err, errMoved):
 			continue
 		case err != nil:
 			return total, err
 		case n == 0:
-			return total, nil
+			// Linger: writers queueing now would otherwise wait for the lease.
+			if empty++; empty > lingerRounds {
+				return total, nil
+			}
+			select {
+			case <-time.After(lingerPause):
+			case <-ctx.Done():
+				return total, nil
+			}
+			continue
 		}
+		empty = 0
 		total += n
 		if !ownDone && last >= own {
 			ownDone = true
@@ -258,21 +283,27 @@ func (c *Catalog) integrateWhileHeld(ctx context.Context, own string) (int, erro
 }
 
 // integrate writes one batch: the oldest queue items (at most batchItems and batchBytes),
-// their events chained and signed from the head, in one transaction. It returns the
-// entries written and the last queue key taken; errMoved when the head or a queue item
-// changed under it.
-func (c *Catalog) integrate(ctx context.Context) (int, string, error) {
+// their events chained and signed from the head (known, when the caller knows it, else
+// read), in one transaction. It returns the entries written, the last queue key taken
+// and the head after them; errMoved when the head or a queue item changed under it.
+func (c *Catalog) integrate(ctx context.Context, known *warrant.AuditHead) (int, string, *warrant.AuditHead, error) {
 	const op = "integrate audit events"
-	head, err := c.AuditHead(ctx)
-	if err != nil {
-		return 0, "", err
+	var head warrant.AuditHead
+	if known != nil {
+		head = *known
+	} else {
+		h, err := c.AuditHead(ctx)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		head = h
 	}
 	page, err := c.db.Query(ctx, &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkQueue)},
 		Limit:                     aws.Int32(batchItems)})
 	if err != nil {
-		return 0, "", cclassify(op+": read the queue", err)
+		return 0, "", nil, cclassify(op+": read the queue", err)
 	}
 	var events []warrant.Event
 	var deletes []txItem
@@ -286,12 +317,12 @@ func (c *Catalog) integrate(ctx context.Context) (int, string, error) {
 		if err := json.Unmarshal(evs, &q); err != nil || len(q) == 0 {
 			// Only AppendEvents writes the queue, after checking its events: an item it
 			// cannot read was altered, and is left for the operator rather than skipped.
-			return 0, "", fmt.Errorf("%s: queue item %s does not hold events: %v", op, sval(it, "sk"), err)
+			return 0, "", nil, fmt.Errorf("%s: queue item %s does not hold events: %v", op, sval(it, "sk"), err)
 		}
 		for _, e := range q {
 			at, err := time.Parse(time.RFC3339Nano, e.At)
 			if err != nil {
-				return 0, "", fmt.Errorf("%s: queue item %s: %v", op, sval(it, "sk"), err)
+				return 0, "", nil, fmt.Errorf("%s: queue item %s: %v", op, sval(it, "sk"), err)
 			}
 			events = append(events, warrant.Event{Type: e.Type, Actor: e.Actor, At: at, Body: e.Body})
 		}
@@ -301,28 +332,29 @@ func (c *Catalog) integrate(ctx context.Context) (int, string, error) {
 			Key: keyOf(pkQueue, last), ConditionExpression: aws.String("attribute_exists(pk)")}}})
 	}
 	if len(deletes) == 0 {
-		return 0, "", nil
+		return 0, "", &head, nil
 	}
 	recs, err := c.seq.log.Chain(ctx, head, events)
 	if err != nil {
-		return 0, "", fmt.Errorf("%s: %w", op, err)
+		return 0, "", nil, fmt.Errorf("%s: %w", op, err)
 	}
 	wid, err := c.writeID()
 	if err != nil {
-		return 0, "", fmt.Errorf("%s: %w", op, err)
+		return 0, "", nil, fmt.Errorf("%s: %w", op, err)
 	}
 	aud, err := c.auditItems(op, warrant.AuditAppend{Prev: head, Records: recs}, wid)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	res, err := c.transact(ctx, op, wid, append(aud, deletes...))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	if res != nil {
-		return 0, "", errMoved
+		return 0, "", nil, errMoved // read the head again
 	}
-	return len(events), last, nil
+	next := warrant.AuditHead{Seq: recs[len(recs)-1].Seq, Hash: recs[len(recs)-1].Hash}
+	return len(events), last, &next, nil
 }
 
 // Sequence integrates everything queued (the scheduled sweep: events whose writer died

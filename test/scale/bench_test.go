@@ -182,15 +182,20 @@ func BenchmarkScale(b *testing.B) {
 	b.Run(fmt.Sprintf("Appends/writers=%d", p.Writers), func(b *testing.B) {
 		for range b.N {
 			d := newDeployment(b, 0, p.Tools)
-			one, _ := d.appends(b, 1, p.Appends)
+			one, _ := d.appends(b, 1, p.Appends, false)
 			report(b, "append1", one)
 			b.ReportMetric(float64(one.Units)/one.Wall.Seconds(), "append1-appends/s")
-			many, gaveUp := d.appends(b, p.Writers, p.Appends)
+			many, gaveUp := d.appends(b, p.Writers, p.Appends, false)
 			report(b, "appendN", many)
 			b.ReportMetric(float64(many.Units)/many.Wall.Seconds(), "appendN-appends/s")
 			b.ReportMetric(float64(gaveUp), "appendN-gave-up")
 			b.ReportMetric(float64(p.Writers), "appendN-writers")
-			b.Logf("%d writers: %d appended, %d gave up after the service's attempts", p.Writers, many.Units, gaveUp)
+			b.Logf("%d writers through the HEAD: %d appended, %d gave up after the service's attempts", p.Writers, many.Units, gaveUp)
+			seq, lost := d.appends(b, p.Writers, p.Appends, true)
+			report(b, "appendSeq", seq)
+			b.ReportMetric(float64(seq.Units)/seq.Wall.Seconds(), "appendSeq-appends/s")
+			b.ReportMetric(float64(lost), "appendSeq-gave-up")
+			b.Logf("%d writers sequenced: %d appended, %d not sequenced in time", p.Writers, seq.Units, lost)
 		}
 	})
 }

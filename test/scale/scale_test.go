@@ -62,11 +62,16 @@ func TestScaleSetup(t *testing.T) {
 	if fo.Units != 4 || fo.Invocations < 1 || fo.Failed != 0 || fo.Parked != 0 || fo.T.HeadUpdates < 4 {
 		t.Errorf("fan-out crawl: %s; %d invocations, %d failed messages, %d parked", fo, fo.Invocations, fo.Failed, fo.Parked)
 	}
-	a, gaveUp := d.appends(t, 2, 2)
+	a, gaveUp := d.appends(t, 2, 2, false)
 	if a.Units+gaveUp != 4 || a.T.HeadUpdates < a.Units {
 		t.Errorf("appends: %s; %d gave up", a, gaveUp)
 	}
-	for _, st := range []step{reg, first.step, same.step, drift.step, r, a} {
+	// Sequenced, as the interceptor role (its DeleteItem on the queue, the lease's update).
+	sq, notYet := d.appends(t, 3, 2, true)
+	if sq.Units != 6 || notYet != 0 || sq.T.HeadUpdates < 1 {
+		t.Errorf("sequenced appends: %s; %d not sequenced", sq, notYet)
+	}
+	for _, st := range []step{reg, first.step, same.step, drift.step, r, a, sq} {
 		t.Log(st)
 	}
 	if _, rep := d.dep.AuditLog(t); !rep.OK() {

@@ -130,12 +130,20 @@ func TestTemplatePolicies(t *testing.T) {
 	// The interceptor's role signs only when the stack has it (EnableAgentCoreInterceptor).
 	interceptorSigns := fmt.Sprint(map[string]any{"Fn::If": []any{"AgentCoreInterceptor", "!GetAtt InterceptorRole.Arn", "!Ref AWS::NoValue"}})
 	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn", interceptorSigns}
+	// The roles that integrate queued audit events (they delete the queue items).
+	queueIntegrators := []string{"InterceptorRole"}
 	for where, sts := range all {
 		for _, s := range sts {
 			actions := strs(s["Action"])
 			for _, a := range actions {
 				switch {
-				case a == "dynamodb:DeleteItem" || a == "dynamodb:*" || a == "dynamodb:BatchWriteItem" || a == "dynamodb:Scan":
+				case a == "dynamodb:DeleteItem":
+					// Only the audit queue's items, deleted by the transaction integrating them.
+					keys := strs(get(s, "Condition", "ForAllValues:StringEquals", "dynamodb:LeadingKeys"))
+					if !slices.Equal(keys, []string{"AUDITQ"}) || !slices.Contains(queueIntegrators, where) {
+						t.Errorf("%s grants DeleteItem on %v; only %v may, and only on AUDITQ", where, keys, queueIntegrators)
+					}
+				case a == "dynamodb:*" || a == "dynamodb:BatchWriteItem" || a == "dynamodb:Scan":
 					t.Errorf("%s grants %s", where, a)
 				case a == "kms:*" || a == "*":
 					t.Errorf("%s grants %s", where, a)
