@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentgate-dev/agentgate/internal/canon"
@@ -57,7 +58,12 @@ type Chainer struct {
 
 var _ warrant.Auditor = (*Chainer)(nil)
 
-// Chain implements warrant.Auditor.
+// signAtOnce bounds the signing requests Chain has in flight (a sequenced batch chains
+// up to a few dozen entries; KMS answers each in milliseconds).
+const signAtOnce = 8
+
+// Chain implements warrant.Auditor: the hashes in order (each needs the one before), then
+// the signatures, at most signAtOnce at a time.
 func (c *Chainer) Chain(ctx context.Context, head warrant.AuditHead, events []warrant.Event) ([]warrant.AuditRecord, error) {
 	if c == nil || c.Signer == nil {
 		return nil, errors.New("audit: no log key")
@@ -74,14 +80,31 @@ func (c *Chainer) Chain(ctx context.Context, head warrant.AuditHead, events []wa
 		if err != nil {
 			return nil, err
 		}
-		raw, _ := hex.DecodeString(h)
-		sig, err := c.Signer.Sign(ctx, raw)
-		if err != nil {
-			return nil, fmt.Errorf("sign audit entry %d: %w", seq, err)
-		}
 		out = append(out, warrant.AuditRecord{Seq: seq, Type: e.Type, Actor: e.Actor, At: e.At.UTC(), PrevHash: prev.Hash, Hash: h,
-			Body: body, KeyID: c.Signer.KeyID(), Signature: sig})
+			Body: body, KeyID: c.Signer.KeyID()})
 		prev = warrant.AuditHead{Seq: seq, Hash: h}
+	}
+	errs := make([]error, len(out))
+	sem := make(chan struct{}, signAtOnce)
+	var wg sync.WaitGroup
+	for i := range out {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			raw, _ := hex.DecodeString(out[i].Hash)
+			sig, err := c.Signer.Sign(ctx, raw)
+			if err != nil {
+				errs[i] = fmt.Errorf("sign audit entry %d: %w", out[i].Seq, err)
+				return
+			}
+			out[i].Signature = sig
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first: an outage fails every entry alike
+		}
 	}
 	return out, nil
 }

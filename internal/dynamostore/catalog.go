@@ -115,7 +115,7 @@ func NewCatalog(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	seq, err := newSequencer(cfg.Sequencer, c.writeID)
+	seq, err := newSequencer(cfg.Sequencer)
 	if err != nil {
 		return nil, err
 	}

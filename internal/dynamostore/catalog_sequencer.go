@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,21 +19,23 @@ import (
 
 // The audit log's sequencer (catalog.md, "Sequenced appends"). A writer of events that
 // accompany no other write (decision records) does not take the head: it puts its events
-// as one queue item (AUDITQ/Q#<time>#<wid>) and returns once they are sequenced. Whoever
-// holds the sequencer lease (AUDIT/LEASE) integrates the queue in batches: it reads the
-// head and the oldest queue items, chains and signs their events from the head (the log
-// key's Auditor), and writes the records, the head and the deletion of those queue items
-// in one TransactWriteItems conditioned on the head and on each queue item still being
-// there. One head update integrates a whole batch, however many writers queued it.
+// as one queue item (AUDITQ/Q#<time>#<wid>) and returns once they are sequenced. The
+// queue is integrated in batches by the writer whose item is the oldest: it reads the
+// oldest queue items (one Query, which is also every waiter's poll), chains and signs
+// their events from the head (the log key's Auditor), and writes the records, the head
+// and the deletion of those queue items in one TransactWriteItems conditioned on the head
+// and on each queue item still being there. One head update integrates a whole batch,
+// however many writers queued it; the other writers only poll.
 //
-// Safety does not depend on the lease: every integration is conditioned on the head, so
-// two integrators cannot both extend it (no fork) and a queue item is deleted only by the
-// transaction that writes its records. The lease only keeps the other writers from
-// signing the same batch in vain; a holder that dies stops holding it after leaseFor.
+// Safety does not depend on who integrates: every integration is conditioned on the head,
+// so two integrators cannot both extend it (no fork), and a queue item is deleted only by
+// the transaction that writes its records, so a writer whose item is gone knows it is in
+// the log. Liveness: when the oldest item has waited StaleAfter (its writer died, or gave
+// up waiting), the writer queued next integrates it (then the one after, and so on), and
+// the scheduled sweep (Sequence) does too.
 
 const (
 	pkQueue = "AUDITQ"
-	skLease = "LEASE"
 	// batchItems bounds the queue items one integration takes: each is one Delete of the
 	// transaction, beside the records' REC# items (packed by chunkBytes), the head and the
 	// format marker, within DynamoDB's 100 actions.
@@ -42,10 +45,6 @@ const (
 	batchBytes = 1 << 20
 	// maxQueuedBytes bounds one queue item's events (an item holds 400 KB).
 	maxQueuedBytes = 350 << 10
-	// lingerRounds and lingerPause: a holder that finds the queue empty looks again that
-	// many times, that long apart, before it lets the lease go.
-	lingerRounds = 2
-	lingerPause  = 3 * time.Millisecond
 )
 
 // SequencerConfig turns on sequenced appends (CatalogConfig.Sequencer).
@@ -53,43 +52,37 @@ type SequencerConfig struct {
 	// Log chains and signs queued events from the head: the log key's audit.Chainer, the
 	// same the service signs its other writes with. Required.
 	Log warrant.Auditor
-	// Holder names this process in the lease (for the operator reading the item). Default:
-	// a random ID.
-	Holder string
-	// LeaseFor is how long a lease holder is trusted to be alive. Default 15s.
-	LeaseFor time.Duration
+	// StaleAfter is how long the oldest queue item waits for its own writer to integrate
+	// it before the writer queued next does (the one after that waits twice as long, and so
+	// on). Default 2s.
+	StaleAfter time.Duration
 	// Wait bounds how long AppendEvents waits for its events to be sequenced (within the
 	// context's deadline). Default 20s.
 	Wait time.Duration
-	// Now is the clock of the lease. Default time.Now.
+	// Now is the clock of the queue's keys and staleness. Default time.Now.
 	Now func() time.Time
 }
 
 type sequencer struct {
-	log      warrant.Auditor
-	holder   string
-	leaseFor time.Duration
-	wait     time.Duration
-	now      func() time.Time
+	log   warrant.Auditor
+	stale time.Duration
+	wait  time.Duration
+	now   func() time.Time
+	// head is the head our last integration wrote (nil: read it): a stale one only costs
+	// a cancelled transaction.
+	head atomic.Pointer[warrant.AuditHead]
 }
 
-func newSequencer(cfg *SequencerConfig, id func() (string, error)) (*sequencer, error) {
+func newSequencer(cfg *SequencerConfig) (*sequencer, error) {
 	if cfg == nil {
 		return nil, nil
 	}
 	if cfg.Log == nil {
 		return nil, errors.New("dynamostore: SequencerConfig.Log is required")
 	}
-	s := &sequencer{log: cfg.Log, holder: cfg.Holder, leaseFor: cfg.LeaseFor, wait: cfg.Wait, now: cfg.Now}
-	if s.holder == "" {
-		h, err := id()
-		if err != nil {
-			return nil, err
-		}
-		s.holder = h
-	}
-	if s.leaseFor <= 0 {
-		s.leaseFor = 15 * time.Second
+	s := &sequencer{log: cfg.Log, stale: cfg.StaleAfter, wait: cfg.Wait, now: cfg.Now}
+	if s.stale <= 0 {
+		s.stale = 2 * time.Second
 	}
 	if s.wait <= 0 {
 		s.wait = 20 * time.Second
@@ -114,7 +107,7 @@ var errMoved = errors.New("the audit head moved")
 
 // AppendEvents implements warrant.EventSequencer: it queues events as one item and returns
 // once they are in the log, consecutive and in order, integrating the queue itself when
-// it can take the lease. Acknowledged means sequenced: nil only once a transaction wrote
+// its item is the oldest (or the oldest is stale). Acknowledged means sequenced: nil only once a transaction wrote
 // their records. ErrInvalid, and nothing queued, for events that are not well formed or
 // too large for one item; ErrUnavailable when they were queued but not sequenced within
 // SequencerConfig.Wait (they stay queued, and the next integration — any writer's, or
@@ -155,31 +148,28 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.seq.wait)
 	defer cancel()
-	// Take the lease and integrate, or wait for the holder to: poll the queue item, and
-	// try the lease again every third poll (a holder lingers on an empty queue before it
-	// lets go, so an item queued while it works is usually integrated by it). The first
-	// pause is about one integration's round trips.
-	pause := 16 * time.Millisecond
-	for i := 0; ; i++ {
-		if i%3 == 0 {
-			if held, err := c.lease(ctx); err == nil && held {
-				_, ierr := c.integrateWhileHeld(ctx, sk)
-				c.release(ctx)
-				if ierr == nil {
-					return nil // it integrated through an empty queue: ours is in
-				}
-				if !errors.Is(ierr, context.DeadlineExceeded) {
-					return fmt.Errorf("%s: queued as %s; integrating: %w", op, sk, ierr)
+	pause := 2 * time.Millisecond
+	for {
+		page, err := c.queuePage(ctx)
+		if err == nil {
+			at, queued := position(page, sk)
+			if !queued {
+				return nil
+			}
+			if at == 0 || (at > 0 && c.stale(page[0], at)) {
+				_, last, err := c.integrate(ctx, page)
+				switch {
+				case err == nil && last >= sk:
+					return nil
+				case errors.Is(err, errMoved):
+					continue // another integration came first: look again now
+				case err != nil && ctx.Err() == nil:
+					return fmt.Errorf("%s: queued as %s; integrating: %w", op, sk, err)
 				}
 			}
 		}
-		item, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: c.table, Key: keyOf(pkQueue, sk), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("pk")})
-		if err == nil && item.Item == nil {
-			return nil
-		}
 		d := pause/2 + time.Duration(mrand.Int64N(int64(pause)))
-		pause = min(2*pause, 64*time.Millisecond)
+		pause = min(2*pause, 32*time.Millisecond)
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -187,6 +177,41 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 				op, warrant.ErrUnavailable, sk, c.seq.wait)
 		}
 	}
+}
+
+// position reports where queue key sk is in page (the oldest queue items, in key order),
+// and whether it is still queued: absent from a page that is not full, or older than its
+// first item, it was integrated (only an integration deletes a queue item).
+func position(page []map[string]types.AttributeValue, sk string) (int, bool) {
+	for i, it := range page {
+		if sval(it, "sk") == sk {
+			return i, true
+		}
+	}
+	if len(page) < batchItems || sk < sval(page[0], "sk") {
+		return -1, false
+	}
+	return -1, true // beyond the page: still queued
+}
+
+// stale reports whether the writer at position pos of the queue may integrate the oldest
+// item it (whose own writer may be dead): once it has waited pos × StaleAfter, so that
+// the writers behind it take over one at a time rather than all at once.
+func (c *Catalog) stale(it map[string]types.AttributeValue, pos int) bool {
+	at := tval(it, "queued_at")
+	return !at.IsZero() && c.seq.now().Sub(at) > time.Duration(pos)*c.seq.stale
+}
+
+// queuePage reads the oldest queue items (one consistent Query of batchItems).
+func (c *Catalog) queuePage(ctx context.Context) ([]map[string]types.AttributeValue, error) {
+	page, err := c.db.Query(ctx, &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkQueue)},
+		Limit:                     aws.Int32(batchItems)})
+	if err != nil {
+		return nil, cclassify("read the audit queue", err)
+	}
+	return page.Items, nil
 }
 
 // enqueue puts the queue item, once: a retried put that finds its own item (a lost
@@ -206,109 +231,27 @@ func (c *Catalog) enqueue(ctx context.Context, op, sk, wid string, at time.Time,
 	return nil
 }
 
-// lease takes or renews the sequencer lease: held by nobody, expired, or already ours.
-func (c *Catalog) lease(ctx context.Context) (bool, error) {
-	now := c.seq.now()
-	_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: c.table, Key: keyOf(pkAudit, skLease),
-		UpdateExpression:         aws.String("SET holder = :me, #u = :until"),
-		ConditionExpression:      aws.String("attribute_not_exists(holder) OR #u < :now OR holder = :me"),
-		ExpressionAttributeNames: map[string]string{"#u": "until"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(c.seq.holder),
-			":until": num(now.Add(c.seq.leaseFor).UnixMilli()), ":now": num(now.UnixMilli())}})
-	var cf *types.ConditionalCheckFailedException
-	if errors.As(err, &cf) {
-		return false, nil
-	}
-	if err != nil {
-		return false, cclassify("take the sequencer lease", err)
-	}
-	return true, nil
-}
-
-// release gives the lease up if it is still ours (best effort: it expires anyway).
-func (c *Catalog) release(ctx context.Context) {
-	_, err := c.db.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{TableName: c.table, Key: keyOf(pkAudit, skLease),
-		UpdateExpression: aws.String("REMOVE holder, #u"), ConditionExpression: aws.String("holder = :me"),
-		ExpressionAttributeNames: map[string]string{"#u": "until"}, ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(c.seq.holder)}})
-	var cf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &cf) {
-		c.log.WarnContext(ctx, "sequencer lease not released; it expires", "err", err)
-	}
-}
-
-// integrateWhileHeld integrates batches until the queue is empty, or — once own (a queue
-// key, "" for none) is integrated — until half the lease is spent, so that a steady stream
-// of writers does not keep one holder busy past its lease. It returns the entries written.
-func (c *Catalog) integrateWhileHeld(ctx context.Context, own string) (int, error) {
-	start := c.seq.now()
-	total, empty := 0, 0
-	ownDone := own == ""
-	var head *warrant.AuditHead // known after our own commit; read again when it moved
-	for range 10000 {
-		n, last, next, err := c.integrate(ctx, head)
-		head = next
-		switch {
-		case errors.Is(err, errMoved):
-			continue
-		case err != nil:
-			return total, err
-		case n == 0:
-			// Linger: writers queueing now would otherwise wait for the lease.
-			if empty++; empty > lingerRounds {
-				return total, nil
-			}
-			select {
-			case <-time.After(lingerPause):
-			case <-ctx.Done():
-				return total, nil
-			}
-			continue
-		}
-		empty = 0
-		total += n
-		if !ownDone && last >= own {
-			ownDone = true
-		}
-		if ownDone && c.seq.now().Sub(start) > c.seq.leaseFor/2 {
-			return total, nil
-		}
-		if c.seq.now().Sub(start) > c.seq.leaseFor*3/4 {
-			if _, err := c.lease(ctx); err != nil {
-				return total, err
-			}
-			start = c.seq.now()
-		}
-	}
-	return total, nil
-}
-
-// integrate writes one batch: the oldest queue items (at most batchItems and batchBytes),
-// their events chained and signed from the head (known, when the caller knows it, else
-// read), in one transaction. It returns the entries written, the last queue key taken
-// and the head after them; errMoved when the head or a queue item changed under it.
-func (c *Catalog) integrate(ctx context.Context, known *warrant.AuditHead) (int, string, *warrant.AuditHead, error) {
+// integrate writes one batch: the first items of page (the oldest queue items; at most
+// batchItems and batchBytes), their events chained and signed from the head, in one
+// transaction. It returns the entries written and the last queue key taken; errMoved
+// when the head or a queue item changed since they were read.
+func (c *Catalog) integrate(ctx context.Context, page []map[string]types.AttributeValue) (int, string, error) {
 	const op = "integrate audit events"
-	var head warrant.AuditHead
-	if known != nil {
-		head = *known
-	} else {
+	if len(page) == 0 {
+		return 0, "", nil
+	}
+	head := c.seq.head.Load()
+	if head == nil {
 		h, err := c.AuditHead(ctx)
 		if err != nil {
-			return 0, "", nil, err
+			return 0, "", err
 		}
-		head = h
-	}
-	page, err := c.db.Query(ctx, &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkQueue)},
-		Limit:                     aws.Int32(batchItems)})
-	if err != nil {
-		return 0, "", nil, cclassify(op+": read the queue", err)
+		head = &h
 	}
 	var events []warrant.Event
 	var deletes []txItem
 	size, last := 0, ""
-	for _, it := range page.Items {
+	for _, it := range page {
 		evs := bval(it, "evs")
 		if len(deletes) > 0 && size+len(evs) > batchBytes {
 			break
@@ -317,12 +260,12 @@ func (c *Catalog) integrate(ctx context.Context, known *warrant.AuditHead) (int,
 		if err := json.Unmarshal(evs, &q); err != nil || len(q) == 0 {
 			// Only AppendEvents writes the queue, after checking its events: an item it
 			// cannot read was altered, and is left for the operator rather than skipped.
-			return 0, "", nil, fmt.Errorf("%s: queue item %s does not hold events: %v", op, sval(it, "sk"), err)
+			return 0, "", fmt.Errorf("%s: queue item %s does not hold events: %v", op, sval(it, "sk"), err)
 		}
 		for _, e := range q {
 			at, err := time.Parse(time.RFC3339Nano, e.At)
 			if err != nil {
-				return 0, "", nil, fmt.Errorf("%s: queue item %s: %v", op, sval(it, "sk"), err)
+				return 0, "", fmt.Errorf("%s: queue item %s: %v", op, sval(it, "sk"), err)
 			}
 			events = append(events, warrant.Event{Type: e.Type, Actor: e.Actor, At: at, Body: e.Body})
 		}
@@ -331,57 +274,55 @@ func (c *Catalog) integrate(ctx context.Context, known *warrant.AuditHead) (int,
 		deletes = append(deletes, txItem{role: roleQueued, item: types.TransactWriteItem{Delete: &types.Delete{TableName: c.table,
 			Key: keyOf(pkQueue, last), ConditionExpression: aws.String("attribute_exists(pk)")}}})
 	}
-	if len(deletes) == 0 {
-		return 0, "", &head, nil
-	}
-	recs, err := c.seq.log.Chain(ctx, head, events)
+	recs, err := c.seq.log.Chain(ctx, *head, events)
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("%s: %w", op, err)
+		return 0, "", fmt.Errorf("%s: %w", op, err)
 	}
 	wid, err := c.writeID()
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("%s: %w", op, err)
+		return 0, "", fmt.Errorf("%s: %w", op, err)
 	}
-	aud, err := c.auditItems(op, warrant.AuditAppend{Prev: head, Records: recs}, wid)
+	aud, err := c.auditItems(op, warrant.AuditAppend{Prev: *head, Records: recs}, wid)
 	if err != nil {
-		return 0, "", nil, err
+		return 0, "", err
 	}
 	res, err := c.transact(ctx, op, wid, append(aud, deletes...))
 	if err != nil {
-		return 0, "", nil, err
+		return 0, "", err
 	}
 	if res != nil {
-		return 0, "", nil, errMoved // read the head again
+		c.seq.head.Store(nil) // read it again
+		return 0, "", errMoved
 	}
-	next := warrant.AuditHead{Seq: recs[len(recs)-1].Seq, Hash: recs[len(recs)-1].Hash}
-	return len(events), last, &next, nil
+	c.seq.head.Store(&warrant.AuditHead{Seq: recs[len(recs)-1].Seq, Hash: recs[len(recs)-1].Hash})
+	return len(events), last, nil
 }
 
 // Sequence integrates everything queued (the scheduled sweep: events whose writer died
-// between queueing and integration, or gave up waiting). It waits for the lease at most
-// the sequencer's Wait, and returns the entries it wrote.
+// between queueing and integration, or gave up waiting), whoever queued it, within the
+// sequencer's Wait, and returns the entries it wrote.
 func (c *Catalog) Sequence(ctx context.Context) (int, error) {
 	if c.seq == nil {
 		return 0, errors.New("sequence the audit queue: the catalog has no sequencer (CatalogConfig.Sequencer)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.seq.wait)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		held, err := c.lease(ctx)
+	total := 0
+	for range 100000 {
+		page, err := c.queuePage(ctx)
 		if err != nil {
-			return 0, err
+			return total, err
 		}
-		if held {
-			n, err := c.integrateWhileHeld(ctx, "")
-			c.release(ctx)
-			return n, err
+		if len(page) == 0 {
+			return total, nil
 		}
-		select {
-		case <-time.After(time.Duration(min(attempt+1, 20)) * 50 * time.Millisecond):
-		case <-ctx.Done():
-			return 0, fmt.Errorf("sequence the audit queue: %w: the lease stayed held by another integrator for %s", warrant.ErrUnavailable, c.seq.wait)
+		n, _, err := c.integrate(ctx, page)
+		if err != nil && !errors.Is(err, errMoved) {
+			return total, err
 		}
+		total += n
 	}
+	return total, nil
 }
 
 // QueuedAudit returns how many queue items wait for integration and when the oldest was

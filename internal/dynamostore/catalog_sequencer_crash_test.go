@@ -31,8 +31,8 @@ const (
 	envCrashTable = "AGENTGATE_SEQ_CRASH_TABLE"
 	envCrashKey   = "AGENTGATE_SEQ_CRASH_KEY"
 	// envCrashAt says where the child kills itself with SIGKILL: "before" an integration's
-	// transaction is sent (its events queued, not integrated), "after" one committed (the
-	// lease still held, the waiters not told), or "" (the parent kills it at a random time).
+	// transaction is sent (its events queued, not integrated), "after" one committed (its
+	// writers not told), or "" (the parent kills it at a random time).
 	envCrashAt = "AGENTGATE_SEQ_CRASH_AT"
 )
 
@@ -97,7 +97,7 @@ func TestSequencerCrash(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no append was acknowledged before the kills")
 	}
-	c := s.catalog(t, dynamostore.SequencerConfig{Now: func() time.Time { return time.Now().Add(time.Minute) }}) // past any dead holder's lease
+	c := s.catalog(t, dynamostore.SequencerConfig{})
 	queued, _, err := c.QueuedAudit(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestSequencerCrashChild(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 4 {
 		c, err := dynamostore.NewCatalog(t.Context(), dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, crash) }),
-			Table: os.Getenv(envCrashTable), Sequencer: &dynamostore.SequencerConfig{Log: &audit.Chainer{Signer: key}, LeaseFor: 2 * time.Second, Wait: 10 * time.Second}})
+			Table: os.Getenv(envCrashTable), Sequencer: &dynamostore.SequencerConfig{Log: &audit.Chainer{Signer: key}, StaleAfter: 500 * time.Millisecond, Wait: 10 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}

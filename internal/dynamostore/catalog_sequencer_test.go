@@ -201,15 +201,14 @@ func TestSequencedAppendRefused(t *testing.T) {
 	}
 }
 
-// TestSequencedAppendSurvivesItsWriter: an append whose integration never commits (every
-// TransactWriteItems answer lost, as if the writer died) is not acknowledged, stays
-// queued, and is written by the next writer or by Sequence — once. A lease left by a dead
-// holder stops holding after LeaseFor.
+// TestSequencedAppendSurvivesItsWriter: an append whose integration never commits (its
+// writer dies before the transaction is sent) is not acknowledged and stays queued; a
+// writer queued behind it waits for it and, within StaleAfter, does not integrate it;
+// past StaleAfter the next writer integrates the whole queue, each append once.
 func TestSequencedAppendSurvivesItsWriter(t *testing.T) {
 	s := newSeqStack(t)
 	ctx := t.Context()
-	// Every transaction fails before it is sent: the queue item is put, never integrated.
-	dying := s.catalog(t, dynamostore.SequencerConfig{Wait: 2 * time.Second, Holder: "dying"}, func(o *dynamodb.Options) {
+	dying := s.catalog(t, dynamostore.SequencerConfig{Wait: 2 * time.Second}, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("refuse-transactions",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
@@ -227,29 +226,60 @@ func TestSequencedAppendSurvivesItsWriter(t *testing.T) {
 	if n, _, _ := dying.QueuedAudit(ctx); n != 1 {
 		t.Fatalf("%d queue items after the failed integration, want 1: %v", n, err)
 	}
-	// Its lease (the fault fails responses of transactions only): a dead holder's.
-	db := dynamodb.NewFromConfig(s.st.cfg)
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.table), Item: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "AUDIT"}, "sk": &types.AttributeValueMemberS{Value: "LEASE"},
-		"holder": &types.AttributeValueMemberS{Value: "dead"}, "until": &types.AttributeValueMemberN{Value: fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())}}}); err != nil {
+	// Behind a fresh item of another writer: it waits, and gives up unacknowledged.
+	waiting := s.catalog(t, dynamostore.SequencerConfig{Wait: 300 * time.Millisecond, StaleAfter: time.Hour})
+	if err := waiting.AppendEvents(ctx, []warrant.Event{event(2, 1, 1)}); !errors.Is(err, warrant.ErrUnavailable) {
+		t.Fatalf("an append behind another writer's fresh item: %v, want ErrUnavailable", err)
+	}
+	if n, _, _ := waiting.QueuedAudit(ctx); n != 2 {
+		t.Fatalf("%d queue items, want 2", n)
+	}
+	// Past StaleAfter, the next writer integrates the queue, its own append with it.
+	later := s.catalog(t, dynamostore.SequencerConfig{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if err := later.AppendEvents(ctx, []warrant.Event{event(3, 1, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	// Another writer waits on the live-looking lease and gives up: not acknowledged, queued.
-	waiting := s.catalog(t, dynamostore.SequencerConfig{Wait: 300 * time.Millisecond})
-	if err := waiting.AppendEvents(ctx, []warrant.Event{event(2, 1, 1)}); !errors.Is(err, warrant.ErrUnavailable) {
-		t.Fatalf("an append behind a held lease: %v, want ErrUnavailable", err)
-	}
-	// Past the lease, the sweep takes it and writes both, once.
-	later := s.catalog(t, dynamostore.SequencerConfig{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
-	n, err := later.Sequence(ctx)
-	if err != nil || n != 2 {
-		t.Fatalf("Sequence wrote %d entries (%v), want 2", n, err)
-	}
-	if n, _ := later.Sequence(ctx); n != 0 {
-		t.Errorf("a second Sequence wrote %d entries", n)
+	if n, err := later.Sequence(ctx); err != nil || n != 0 {
+		t.Errorf("Sequence after the queue was integrated wrote %d entries (%v)", n, err)
 	}
 	recs := s.verify(t, later)
-	if len(recs) != 2 {
-		t.Fatalf("%d entries, want 2", len(recs))
+	if len(recs) != 3 {
+		t.Fatalf("%d entries, want 3", len(recs))
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf(`"writer":%d`, i+1); !strings.Contains(string(r.Body), want) {
+			t.Errorf("entry %d is %s, want the queue's order (%s)", r.Seq, r.Body, want)
+		}
+	}
+}
+
+// TestSequenceSweeps: Sequence integrates what writers that are gone left queued, more
+// than one batch of it, in queue order.
+func TestSequenceSweeps(t *testing.T) {
+	s := newSeqStack(t)
+	ctx := t.Context()
+	c := s.catalog(t, dynamostore.SequencerConfig{})
+	db := dynamodb.NewFromConfig(s.st.cfg)
+	const n = 95 // more than two batches of 40
+	for i := range n {
+		evs, _ := json.Marshal([]map[string]any{{"t": "decisions_recorded", "a": "gone", "at": time.Now().UTC().Format(time.RFC3339Nano), "b": map[string]int{"writer": 7, "i": i, "part": 1}}})
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.table), Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "AUDITQ"}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("Q#%020d#w%03d", time.Now().UnixNano(), i)},
+			"evs": &types.AttributeValueMemberB{Value: evs}, "wid": &types.AttributeValueMemberS{Value: fmt.Sprint(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrote, err := c.Sequence(ctx)
+	if err != nil || wrote != n {
+		t.Fatalf("Sequence wrote %d entries (%v), want %d", wrote, err, n)
+	}
+	recs := s.verify(t, c)
+	for i, r := range recs {
+		if want := fmt.Sprintf(`"i":%d,`, i); !strings.Contains(string(r.Body), want) {
+			t.Fatalf("entry %d is %s, want queue item %d", r.Seq, r.Body, i)
+		}
+	}
+	if q, _, _ := c.QueuedAudit(ctx); q != 0 {
+		t.Errorf("%d queue items left", q)
 	}
 }
