@@ -139,13 +139,16 @@ generate:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	PATH=$(TOOLS):$$PATH $(GO) generate ./internal/extmcp/pb/
 
-## build-CrawlFunction, build-CrawlDispatchFunction, build-ApprovalsFunction, build-CheckpointFunction, build-InterceptorFunction:
+## build-CrawlFunction, build-CrawlDispatchFunction, build-ApprovalsFunction, build-CheckpointFunction, build-InterceptorFunction,
+## build-AuditSequencerFunction:
 ## the toolwarrant Lambdas' bootstraps for SAM's makefile build method (sam build)
-.PHONY: build-CrawlFunction build-CrawlDispatchFunction build-ApprovalsFunction build-CheckpointFunction build-InterceptorFunction
+.PHONY: build-CrawlFunction build-CrawlDispatchFunction build-ApprovalsFunction build-CheckpointFunction build-InterceptorFunction build-AuditSequencerFunction
 build-CrawlFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/crawl
 build-CrawlDispatchFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/crawldispatch
+build-AuditSequencerFunction:
+	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/auditsequencer
 build-ApprovalsFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags '$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./functions/approvals
 build-CheckpointFunction:

@@ -109,9 +109,10 @@ var errMoved = errors.New("the audit head moved")
 // once they are in the log, consecutive and in order, integrating the queue itself when
 // its item is the oldest (or the oldest is stale). Acknowledged means sequenced: nil only once a transaction wrote
 // their records. ErrInvalid, and nothing queued, for events that are not well formed or
-// too large for one item; ErrUnavailable when they were queued but not sequenced within
-// SequencerConfig.Wait (they stay queued, and the next integration — any writer's, or
-// Sequence's — writes them).
+// too large for one item; ErrUnavailable when the queue item could not be put; ErrQueued
+// when it was, but was not sequenced within SequencerConfig.Wait (or the context), or this
+// writer's own integration failed: it stays queued, and the next integration — any
+// writer's, or Sequence's — writes it.
 func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) error {
 	const op = "append audit events"
 	if c.seq == nil {
@@ -164,7 +165,7 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 				case errors.Is(err, errMoved):
 					continue // another integration came first: look again now
 				case err != nil && ctx.Err() == nil:
-					return fmt.Errorf("%s: queued as %s; integrating: %w", op, sk, err)
+					return fmt.Errorf("%s: %w as %s; integrating them failed: %v", op, warrant.ErrQueued, sk, err)
 				}
 			}
 		}
@@ -173,8 +174,8 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w: queued as %s but not sequenced within %s; it stays queued and the next integration writes it",
-				op, warrant.ErrUnavailable, sk, c.seq.wait)
+			return fmt.Errorf("%s: %w as %s within %s; it stays queued and the next integration writes it",
+				op, warrant.ErrQueued, sk, c.seq.wait)
 		}
 	}
 }

@@ -3,11 +3,14 @@ package enforce
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 // RecordOutcome is what an enforcement point did with one tool, in a decision record.
@@ -299,7 +302,14 @@ func (w *decisionWriter) flush(ctx context.Context) error {
 	b.Point, b.Instance = w.point, w.instance
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
-	if err := w.rec.RecordDecisions(ctx, b); err != nil {
+	err := w.rec.RecordDecisions(ctx, b)
+	if errors.Is(err, warrant.ErrQueued) {
+		// Durably queued for the log's sequencer, which will write them: giving the counts
+		// back would record them twice.
+		w.log.WarnContext(ctx, "enforce: decision records queued, not yet in the audit log", slog.Int("records", len(b.Records)), slog.String("error", err.Error()))
+		err = nil
+	}
+	if err != nil {
 		w.t.giveBack(counts, folded, b.From)
 		w.metrics.decisionRecordFailures.Add(1)
 		w.log.WarnContext(ctx, "enforce: cannot write decision records; kept for the next window", slog.Int("records", len(b.Records)), slog.String("error", err.Error()))

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
 // decisionSink keeps every batch written.
@@ -14,6 +16,9 @@ type decisionSink struct {
 	mu      sync.Mutex
 	batches []DecisionBatch
 	fail    error
+	// queued makes each write keep its batch but answer warrant.ErrQueued, as a
+	// sequenced log that queued it and did not integrate it in time does.
+	queued bool
 }
 
 func (s *decisionSink) RecordDecisions(_ context.Context, b DecisionBatch) error {
@@ -23,6 +28,9 @@ func (s *decisionSink) RecordDecisions(_ context.Context, b DecisionBatch) error
 		return s.fail
 	}
 	s.batches = append(s.batches, b)
+	if s.queued {
+		return fmt.Errorf("record decisions: %w", warrant.ErrQueued)
+	}
 	return nil
 }
 
@@ -121,6 +129,29 @@ func TestDecisionRecordsKeptOnFailure(t *testing.T) {
 	}
 	if tp.Metrics().decisionRecordFailures.Load() != 1 {
 		t.Error("the failure was not counted")
+	}
+}
+
+// TestDecisionRecordsQueuedAreWritten: a write the sequenced log queued but did not yet
+// sequence (ErrQueued) is durable: its counts are not given back, so they are not
+// recorded twice.
+func TestDecisionRecordsQueuedAreWritten(t *testing.T) {
+	tp, sink, _ := recordsFixture(t, nil)
+	tp.CallTool(t.Context(), []string{"s"}, []byte(`{"name":"b"}`))
+	sink.queued = true
+	if err := tp.Sync(t.Context(), true); err != nil {
+		t.Fatalf("a queued write was reported as failed: %v", err)
+	}
+	sink.queued = false
+	tp.CallTool(t.Context(), []string{"s"}, []byte(`{"name":"b"}`))
+	if err := tp.Sync(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.counts()["s b tools/call denied unapproved"]; got != 2 {
+		t.Errorf("after a queued write, %d decisions recorded, want 2 (each once)", got)
+	}
+	if tp.Metrics().decisionRecordFailures.Load() != 0 {
+		t.Error("a queued write was counted as a failure")
 	}
 }
 

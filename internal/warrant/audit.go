@@ -77,8 +77,8 @@ type Auditor interface {
 // integrates queued events in batches, one head update per batch (dynamostore's sequenced
 // appends). AppendEvents returns nil only once the events are in the log, consecutive and
 // in order; ErrInvalid (nothing queued) for events it refuses; ErrUnavailable when they
-// were queued but not yet sequenced (they stay queued and are sequenced later, so a
-// caller that retries may record them twice).
+// could not be queued (nothing queued: retry); ErrQueued when they were queued but not
+// yet sequenced (they will be: do not append them again).
 type EventSequencer interface {
 	AppendEvents(ctx context.Context, events []Event) error
 }

@@ -24,6 +24,11 @@ var (
 	// ErrUnavailable: the catalog is busy or temporarily failing; nothing was written.
 	// Retry later.
 	ErrUnavailable = errors.New("catalog unavailable")
+	// ErrQueued: the events were queued for the audit log's sequencer (durably) but were
+	// not yet sequenced when the call returned (it gave up waiting, or could not integrate
+	// them itself). They will be: the next integration, or the sweep, writes them. Do not
+	// append them again — that would record them twice.
+	ErrQueued = errors.New("queued for the audit log, not yet sequenced")
 	// ErrSuspicious: a decision other than a rejection on a version with suspicious text,
 	// without accepting it. Nothing was written.
 	ErrSuspicious = errors.New("suspicious text not accepted")

@@ -269,7 +269,7 @@ func (d *deployment) appends(t testing.TB, writers, per int, sequenced bool) (s 
 				switch {
 				case err == nil:
 					ok++
-				case errors.Is(err, warrant.ErrConflict), sequenced && errors.Is(err, warrant.ErrUnavailable):
+				case errors.Is(err, warrant.ErrConflict), sequenced && errors.Is(err, warrant.ErrQueued):
 					gaveUp++
 				default:
 					errs = append(errs, err)

@@ -43,10 +43,10 @@ func TestAlarms(t *testing.T) {
 	if len(fns) < 4 {
 		t.Fatalf("functions %v, want the pads, crawl, approvals and checkpoint functions", fns)
 	}
-	// With the interceptor, its function too (five).
+	// With the interceptor, its function and the audit queue's sweep too.
 	_, withInterceptor := defaults(t, map[string]string{"EnableAgentCoreInterceptor": "true"})
-	if n := len(ofType(withInterceptor, "AWS::Lambda::Function")); n != len(fns)+1 {
-		t.Errorf("EnableAgentCoreInterceptor=true: %d functions, want %d", n, len(fns)+1)
+	if n := len(ofType(withInterceptor, "AWS::Lambda::Function")); n != len(fns)+2 {
+		t.Errorf("EnableAgentCoreInterceptor=true: %d functions, want %d", n, len(fns)+2)
 	}
 	for _, stack := range []map[string]map[string]any{res, withInterceptor} {
 		for _, fn := range ofType(stack, "AWS::Lambda::Function") {

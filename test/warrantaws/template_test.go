@@ -129,9 +129,10 @@ func TestTemplatePolicies(t *testing.T) {
 	all := statements(res)
 	// The interceptor's role signs only when the stack has it (EnableAgentCoreInterceptor).
 	interceptorSigns := fmt.Sprint(map[string]any{"Fn::If": []any{"AgentCoreInterceptor", "!GetAtt InterceptorRole.Arn", "!Ref AWS::NoValue"}})
-	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn", interceptorSigns}
+	sweepSigns := fmt.Sprint(map[string]any{"Fn::If": []any{"AgentCoreInterceptor", "!GetAtt AuditSequencerRole.Arn", "!Ref AWS::NoValue"}})
+	signers := []string{"!GetAtt CrawlRole.Arn", "!GetAtt ApprovalsRole.Arn", "!GetAtt CheckpointRole.Arn", interceptorSigns, sweepSigns}
 	// The roles that integrate queued audit events (they delete the queue items).
-	queueIntegrators := []string{"InterceptorRole"}
+	queueIntegrators := []string{"InterceptorRole", "AuditSequencerRole"}
 	for where, sts := range all {
 		for _, s := range sts {
 			actions := strs(s["Action"])
@@ -175,7 +176,7 @@ func TestTemplatePolicies(t *testing.T) {
 		}
 	}
 	// Roles hold no KMS permission at all: only the key policy grants Sign.
-	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole", "InterceptorRole"} {
+	for _, role := range []string{"CrawlRole", "ApprovalsRole", "CheckpointRole", "InterceptorRole", "AuditSequencerRole"} {
 		for _, s := range all[role] {
 			for _, a := range strs(s["Action"]) {
 				if strings.HasPrefix(a, "kms:") {

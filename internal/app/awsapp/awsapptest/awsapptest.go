@@ -40,7 +40,7 @@ type Deployment struct {
 	// CrawlQueue and ParkedQueue are the URLs of CrawlQueue and CrawlParkedQueue.
 	CrawlQueue, ParkedQueue string
 	// Roles are the sessions of CrawlRole, CrawlDispatchRole, ApprovalsRole and CheckpointRole (and
-	// InterceptorRole with EnableAgentCoreInterceptor=true).
+	// InterceptorRole and AuditSequencerRole with EnableAgentCoreInterceptor=true).
 	Roles map[string]*awstest.Principal
 }
 
@@ -73,7 +73,7 @@ func DeployWith(t testing.TB, params map[string]string) *Deployment {
 	d.ParkedQueue = d.Res["CrawlParkedQueue"]
 	roles := []string{"CrawlRole", "CrawlDispatchRole", "ApprovalsRole", "CheckpointRole"}
 	if d.Res["EnableAgentCoreInterceptor"] == "true" {
-		roles = append(roles, "InterceptorRole") // the key policy names it only then
+		roles = append(roles, "InterceptorRole", "AuditSequencerRole") // the key policy names them only then
 	}
 	for _, role := range roles {
 		d.Roles[role] = awstest.Role(t, role, d.Res)
