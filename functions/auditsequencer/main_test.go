@@ -22,6 +22,7 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/emf/emftest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
+	"github.com/agentgate-dev/agentgate/internal/testenv"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
@@ -72,7 +73,7 @@ func TestSweepAsTheTemplateRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h(ctx, json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event"}`))
+	res, err := h(ctx, json.RawMessage(testenv.Event(t, "audit-sequencer-scheduled.json")))
 	if err != nil || res.Queued != 1 || res.Written != 2 || res.Oldest.IsZero() {
 		t.Fatalf("sweep: %+v, %v; want 1 queue item, 2 entries written", res, err)
 	}
