@@ -45,6 +45,8 @@ const (
 	batchBytes = 1 << 20
 	// maxQueuedBytes bounds one queue item's events (an item holds 400 KB).
 	maxQueuedBytes = 350 << 10
+	// maxPolls bounds a writer's looks at the queue (Wait bounds them in time).
+	maxPolls = 10000
 )
 
 // SequencerConfig turns on sequenced appends (CatalogConfig.Sequencer).
@@ -107,8 +109,8 @@ var errMoved = errors.New("the audit head moved")
 
 // AppendEvents implements warrant.EventSequencer: it queues events as one item and returns
 // once they are in the log, consecutive and in order, integrating the queue itself when
-// its item is the oldest (or the oldest is stale). Acknowledged means sequenced: nil only once a transaction wrote
-// their records. ErrInvalid, and nothing queued, for events that are not well formed or
+// its item is the oldest (or the oldest is stale). Acknowledged means sequenced: nil only
+// once a transaction wrote their records. ErrInvalid, and nothing queued, for events that are not well formed or
 // too large for one item; ErrUnavailable when the queue item could not be put; ErrQueued
 // when it was, but was not sequenced within SequencerConfig.Wait (or the context), or this
 // writer's own integration failed: it stays queued, and the next integration — any
@@ -150,24 +152,15 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 	ctx, cancel := context.WithTimeout(ctx, c.seq.wait)
 	defer cancel()
 	pause := 2 * time.Millisecond
-	for {
-		page, err := c.queuePage(ctx)
-		if err == nil {
-			at, queued := position(page, sk)
-			if !queued {
-				return nil
-			}
-			if at == 0 || (at > 0 && c.stale(page[0], at)) {
-				_, last, err := c.integrate(ctx, page)
-				switch {
-				case err == nil && last >= sk:
-					return nil
-				case errors.Is(err, errMoved):
-					continue // another integration came first: look again now
-				case err != nil && ctx.Err() == nil:
-					return fmt.Errorf("%s: %w as %s; integrating them failed: %v", op, warrant.ErrQueued, sk, err)
-				}
-			}
+	for range maxPolls {
+		done, err := c.turn(ctx, sk)
+		switch {
+		case err == nil && done:
+			return nil
+		case errors.Is(err, errMoved):
+			continue // another integration came first: look again now
+		case err != nil && !errors.Is(err, warrant.ErrUnavailable) && ctx.Err() == nil:
+			return fmt.Errorf("%s: %w as %s; integrating them failed: %v", op, warrant.ErrQueued, sk, err)
 		}
 		d := pause/2 + time.Duration(mrand.Int64N(int64(pause)))
 		pause = min(2*pause, 32*time.Millisecond)
@@ -178,6 +171,41 @@ func (c *Catalog) AppendEvents(ctx context.Context, events []warrant.Event) erro
 				op, warrant.ErrQueued, sk, c.seq.wait)
 		}
 	}
+	return fmt.Errorf("%s: %w as %s after %d looks at the queue; it stays queued and the next integration writes it", op, warrant.ErrQueued, sk, maxPolls)
+}
+
+// turn looks at the queue once for the writer of queue key sk: done when sk is no longer
+// queued (integrated: only an integration deletes a queue item); when sk is the oldest,
+// or the oldest has waited too long for its own writer, it integrates a batch. The look
+// is a Query of the oldest item's key alone (what every waiting writer pays per poll);
+// only an integration reads the page.
+func (c *Catalog) turn(ctx context.Context, sk string) (bool, error) {
+	first, err := c.db.Query(ctx, &dynamodb.QueryInput{TableName: c.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkQueue)},
+		ProjectionExpression:      aws.String("sk, queued_at"), Limit: aws.Int32(1)})
+	if err != nil {
+		return false, cclassify("read the audit queue", err)
+	}
+	if len(first.Items) == 0 || sval(first.Items[0], "sk") > sk {
+		return true, nil
+	}
+	if sval(first.Items[0], "sk") < sk && !c.stale(first.Items[0], 1) {
+		return false, nil // behind a live writer's item
+	}
+	page, err := c.queuePage(ctx)
+	if err != nil {
+		return false, err
+	}
+	at, queued := position(page, sk)
+	if !queued {
+		return true, nil
+	}
+	if at != 0 && (at < 0 || !c.stale(page[0], at)) {
+		return false, nil
+	}
+	_, last, err := c.integrate(ctx, page)
+	return err == nil && last >= sk, err
 }
 
 // position reports where queue key sk is in page (the oldest queue items, in key order),
