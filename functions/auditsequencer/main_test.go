@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -15,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
+	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/emf/emftest"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
@@ -27,20 +26,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(kmstest.Main(m)) }
-
-// refuseTransactions fails every TransactWriteItems before it is sent: a writer that dies
-// between queueing its events and integrating them.
-func refuseTransactions(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("refuse-transactions",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if middleware.GetOperationName(ctx) == "TransactWriteItems" {
-					return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("the writer died")
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-}
 
 // TestSweepAsTheTemplateRole: an interceptor instance queues a decision window and dies
 // before integrating it; the sweep's cold start on the template's environment, as its
@@ -52,7 +37,9 @@ func TestSweepAsTheTemplateRole(t *testing.T) {
 	ctx := t.Context()
 	c := config.WarrantAWS{CatalogTable: d.Table, LogKey: d.Key, MaxAttempts: 1}
 	dying, err := awsapp.NewWarrant(ctx, d.Config(t, "InterceptorRole"), c, "interceptor", slog.New(slog.DiscardHandler),
-		awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, DynamoDB: []func(*dynamodb.Options){refuseTransactions}})
+		awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, DynamoDB: []func(*dynamodb.Options){func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, awstest.Unsent("TransactWriteItems", errors.New("the writer died")))
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,3 +90,18 @@ func (f *Fault) Middleware(stack *middleware.Stack) error {
 			return out, md, err
 		}), middleware.Before)
 }
+
+// Unsent is an APIOptions entry that fails every call of operation before it is sent
+// (nothing reaches the server), as a process that dies just before the call would: the
+// caller sees err.
+func Unsent(operation string, err error) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("awstest.Unsent",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if middleware.GetOperationName(ctx) == operation {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}

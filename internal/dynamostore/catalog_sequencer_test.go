@@ -1,7 +1,6 @@
 package dynamostore_test
 
 import (
-	"context"
 	"crypto"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agentgate-dev/agentgate/internal/audit"
 	"github.com/agentgate-dev/agentgate/internal/awstest"
@@ -209,15 +207,7 @@ func TestSequencedAppendSurvivesItsWriter(t *testing.T) {
 	s := newSeqStack(t)
 	ctx := t.Context()
 	dying := s.catalog(t, dynamostore.SequencerConfig{Wait: 2 * time.Second}, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("refuse-transactions",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if middleware.GetOperationName(ctx) == "TransactWriteItems" {
-						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("the writer died before its integration was sent")
-					}
-					return next.HandleInitialize(ctx, in)
-				}), middleware.Before)
-		})
+		o.APIOptions = append(o.APIOptions, awstest.Unsent("TransactWriteItems", errors.New("the writer died before its integration was sent")))
 	})
 	err := dying.AppendEvents(ctx, []warrant.Event{event(1, 1, 1)})
 	if !errors.Is(err, warrant.ErrQueued) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp"
 	"github.com/agentgate-dev/agentgate/internal/app/awsapp/awsapptest"
+	"github.com/agentgate-dev/agentgate/internal/awstest"
 	"github.com/agentgate-dev/agentgate/internal/config"
 	"github.com/agentgate-dev/agentgate/internal/kmssigner/kmstest"
 	"github.com/agentgate-dev/agentgate/internal/rietest"
@@ -32,15 +32,7 @@ func TestAuditSequencerUnderRIE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	dies := func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("dies-before-integrating",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if middleware.GetOperationName(ctx) == "TransactWriteItems" {
-						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("the instance died")
-					}
-					return next.HandleInitialize(ctx, in)
-				}), middleware.Before)
-		})
+		o.APIOptions = append(o.APIOptions, awstest.Unsent("TransactWriteItems", errors.New("the instance died")))
 	}
 	w, err := awsapp.NewWarrant(ctx, d.Config(t, "InterceptorRole"), config.WarrantAWS{CatalogTable: d.Table, LogKey: d.Key, MaxAttempts: 1}, "interceptor",
 		slog.New(slog.DiscardHandler), awsapp.WarrantOptions{KMS: []func(*kms.Options){kmstest.Options(t)}, DynamoDB: []func(*dynamodb.Options){dies}})
