@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -247,7 +246,7 @@ func (c *Catalog) queuePage(ctx context.Context) ([]map[string]types.AttributeVa
 // response) succeeded.
 func (c *Catalog) enqueue(ctx context.Context, op, sk, wid string, at time.Time, evs []byte) error {
 	_, err := c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: c.table,
-		Item:                                with(keyOf(pkQueue, sk), "evs", bin(evs), "wid", str(wid), "queued_at", tstr(at), "n", num(int64(len(evs)))),
+		Item:                                with(keyOf(pkQueue, sk), "evs", bin(evs), "wid", str(wid), "queued_at", tstr(at)),
 		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	var cf *types.ConditionalCheckFailedException
@@ -364,10 +363,5 @@ func (c *Catalog) QueuedAudit(ctx context.Context) (int, time.Time, error) {
 	if len(items) == 0 {
 		return 0, time.Time{}, nil
 	}
-	sk := sval(items[0], "sk")
-	var ns int64
-	if len(sk) > 22 {
-		ns, _ = strconv.ParseInt(sk[2:22], 10, 64)
-	}
-	return len(items), time.Unix(0, ns).UTC(), nil
+	return len(items), tval(items[0], "queued_at"), nil
 }
