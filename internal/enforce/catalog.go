@@ -2,7 +2,6 @@ package enforce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,74 +39,24 @@ var (
 // audit entries it answers All (reading every server costs less than the entries would).
 const FeedMaxEntries = 512
 
-// feedHarmless are the audit entry types that name no server and change no tool's
-// evidence. Any other entry without a server makes the feed answer All.
-var feedHarmless = map[string]bool{
-	warrant.EventDecisionsRecorded: true,
-	warrant.EventPolicyAdded:       true,
-	warrant.EventPolicyRevoked:     true,
-	"trust_changed":                true, // trust.EventTrustChanged (the core does not link trust)
-}
-
 // Changes implements [ChangeFeed] from the audit log, which every catalog write appends
 // to in the same transaction as its change: one read of the head and, when it moved, the
-// entries since since (at most FeedMaxEntries). The cursor is the head, "SEQ:HASH"; a
-// head that moved back, or entries that do not chain from the cursor's hash (a replaced
-// log), answer All. An entry names its server in its event's "server" (the record's body
-// is the audit package's {"event": {...}, ...}); one that names none and is not of a type
-// that changes no evidence answers All.
+// entries since since (at most FeedMaxEntries; warrant.ChangedServers). The cursor is the
+// head, "SEQ:HASH"; an unreadable cursor (the first call's ""), a head that moved back, or
+// entries that do not chain from the cursor's hash (a replaced log) answer All, and so does
+// an entry that names no server and is not of a type that changes no evidence.
 func (c CatalogFeedSource) Changes(ctx context.Context, since string) (Changes, error) {
-	head, err := c.Catalog.AuditHead(ctx)
-	if err != nil {
-		return Changes{}, fmt.Errorf("%w: read the audit head: %w", ErrUnavailable, err)
-	}
-	out := Changes{Cursor: strconv.FormatInt(head.Seq, 10) + ":" + head.Hash, Servers: map[string]bool{}}
 	seqText, hash, ok := strings.Cut(since, ":")
 	seq, perr := strconv.ParseInt(seqText, 10, 64)
-	ok = ok && perr == nil // an unreadable cursor (the first call's "") starts afresh
-	switch {
-	case !ok || seq < 0 || head.Seq < seq:
-		out.All = true
-		return out, nil
-	case head.Seq == seq:
-		out.All = head.Hash != hash
-		return out, nil
-	case head.Seq-seq > FeedMaxEntries:
-		out.All = true
-		return out, nil
+	from := warrant.AuditHead{Seq: seq, Hash: hash}
+	if !ok || perr != nil {
+		from = warrant.AuditHead{Seq: -1} // start afresh
 	}
-	prev := hash
-	for after := seq; after < head.Seq; {
-		recs, err := c.Catalog.AuditRecords(ctx, after, int(min(head.Seq-after, 128)))
-		if err != nil {
-			return Changes{}, fmt.Errorf("%w: read audit entries after %d: %w", ErrUnavailable, after, err)
-		}
-		if len(recs) == 0 {
-			return Changes{}, fmt.Errorf("%w: audit entries after %d missing (head %d)", ErrUnavailable, after, head.Seq)
-		}
-		for _, r := range recs {
-			if r.Seq != after+1 || r.PrevHash != prev {
-				out.All = true
-				return out, nil
-			}
-			after, prev = r.Seq, r.Hash
-			var body struct {
-				Event struct {
-					Server string `json:"server"`
-				} `json:"event"`
-			}
-			if json.Unmarshal(r.Body, &body) == nil && body.Event.Server != "" {
-				out.Servers[body.Event.Server] = true
-			} else if !feedHarmless[r.Type] {
-				out.All = true
-				return out, nil
-			}
-		}
+	ch, err := warrant.ChangedServers(ctx, c.Catalog, from, FeedMaxEntries)
+	if err != nil {
+		return Changes{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if prev != head.Hash {
-		out.All = true
-	}
-	return out, nil
+	return Changes{Cursor: strconv.FormatInt(ch.Head.Seq, 10) + ":" + ch.Head.Hash, Servers: ch.Servers, All: ch.All}, nil
 }
 
 // Snapshot reads the evidence for server. ErrUnknownServer when the catalog has no such

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgate-dev/agentgate/internal/audit"
+	"github.com/agentgate-dev/agentgate/internal/keysigner"
 	"github.com/agentgate-dev/agentgate/internal/sqlitestore"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 	"github.com/agentgate-dev/agentgate/internal/warrant/catalogtest"
@@ -201,4 +203,86 @@ func TestCrawlRunReadsTheCatalogOnce(t *testing.T) {
 	if confusable("d") {
 		t.Errorf("other was graded confusable: %+v", res["d"].New)
 	}
+}
+
+// TestCrawlRunsFollowTheChangeFeed: with an Auditor, a service keeps the catalog's tool
+// names between crawl runs and brings them up to date from the audit log: a run reads every
+// server's state (Catalog.Tools) only the first time, or when the log moved on by more
+// entries than it follows; otherwise it reads the servers the new entries name (the other
+// writer's included, so a look-alike another worker recorded is still graded) and its own.
+func TestCrawlRunsFollowTheChangeFeed(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	sq, err := sqlitestore.OpenCatalog(ctx, sqlitestore.CatalogConfig{Path: filepath.Join(dir, "c.db"), Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	key, err := keysigner.Create(filepath.Join(dir, "c.db.logkey"), keysigner.Algorithm("ed25519"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := func(cat warrant.Catalog) *warrant.Service {
+		svc, err := warrant.New(warrant.Config{Catalog: cat, Auditor: &audit.Chainer{Signer: key}, Identity: "crawler"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	cat := &countingCatalog{Catalog: sq}
+	worker, other := service(cat), service(sq)
+	for _, n := range []string{"a", "b", "c", "d", "z"} {
+		if _, err := other.AddServer(ctx, warrant.Server{Name: n, URL: "https://" + n + ".example.com/mcp"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(svc *warrant.Service, server, tool, desc string) warrant.IngestResult {
+		t.Helper()
+		outs, err := svc.Crawl(ctx, warrant.CrawlRequest{Servers: []string{server}, Headers: func(context.Context, warrant.Server) (map[string]string, error) { return nil, nil },
+			Lister: &fakeLister{listings: map[string][]string{server: {tool, desc}}}})
+		if err != nil || len(outs) != 1 || outs[0].Failed != "" {
+			t.Fatalf("crawl %s: %+v, %v", server, outs, err)
+		}
+		return outs[0].Result
+	}
+	confusable := func(res warrant.IngestResult) bool {
+		for _, nv := range res.New {
+			if slices.Contains(nv.Drift.Rules(), warrant.RuleConfusableName) {
+				return true
+			}
+		}
+		return false
+	}
+	reads := func(step string, tools, serverTools int) {
+		t.Helper()
+		if cat.tools != tools || cat.serverTools != serverTools {
+			t.Errorf("%s: read Tools %d times and ServerTools %d times, want %d and %d", step, cat.tools, cat.serverTools, tools, serverTools)
+		}
+		cat.tools, cat.serverTools = 0, 0
+	}
+	run(worker, "z", "send_mail", "Send mail.")
+	reads("the worker's first run", 1, 1)
+	run(other, "a", "read_file", "Read a file.")
+	if !confusable(run(worker, "b", "read_f\u0456le", "Read a file.")) {
+		t.Error("read_f\u0456le was not graded confusable with read_file, which another worker recorded since the last run")
+	}
+	reads("a run after the worker's and another's records", 0, 3) // b's own; z and a from the feed
+	if !confusable(run(worker, "c", "send_ma\u0456l", "Send mail.")) {
+		t.Error("send_ma\u0456l was not graded confusable with z's send_mail, kept from the first run")
+	}
+	reads("a run after the worker's own record", 0, 2) // c's own; b from the feed
+	run(worker, "c", "send_ma\u0456l", "Send mail.")
+	reads("an unchanged crawl (nothing to grade)", 0, 0)
+	// More entries than the names follow: the next run reads every server again.
+	head, err := sq.AuditHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sq.AppendAudit(ctx, warrant.AuditAppend{Prev: head, Records: catalogtest.Records(head, 1025, "trust_changed")}); err != nil {
+		t.Fatal(err)
+	}
+	if confusable(run(worker, "d", "other", "Other.")) {
+		t.Error("other was graded confusable")
+	}
+	reads("a run after 1,025 entries", 1, 1)
 }

@@ -155,27 +155,27 @@ func Inspect(canonical []byte, name string, names *Names) (Inspection, error) {
 }
 
 // Names indexes tool names by UTS #39 skeleton, so that finding the names confusable with
-// one name costs one skeleton, not one per name in the catalog.
+// one name costs one skeleton, not one per name in the catalog. A Names may be layered
+// over another (Over): it then holds its base's names too, and adding to it leaves the
+// base alone.
 type Names struct {
 	bySkeleton map[string][]string
+	base       *Names
+	depth      int // layers below this one
 }
+
+// maxNameLayers bounds a chain of layers (Over); grow flattens a deeper one.
+const maxNameLayers = 8
 
 // NewNames indexes names (duplicates are fine).
 func NewNames(names []string) *Names {
 	n := &Names{bySkeleton: map[string][]string{}}
-	for _, name := range names {
-		k := textguard.Skeleton(name)
-		if !slices.Contains(n.bySkeleton[k], name) {
-			n.bySkeleton[k] = append(n.bySkeleton[k], name)
-		}
-	}
-	for _, v := range n.bySkeleton {
-		slices.Sort(v)
-	}
+	n.Add(names...)
 	return n
 }
 
-// Add indexes more names. A Names shared between goroutines must not be added to.
+// Add indexes more names. A Names shared between goroutines must not be added to: add
+// to a layer over it (Over) instead.
 func (n *Names) Add(names ...string) {
 	for _, name := range names {
 		k := textguard.Skeleton(name)
@@ -185,18 +185,46 @@ func (n *Names) Add(names ...string) {
 	}
 }
 
+// Over returns an empty layer over n: it holds n's names and those added to it, and
+// adding to it does not change n, which may be shared between goroutines.
+func (n *Names) Over() *Names {
+	return &Names{bySkeleton: map[string][]string{}, base: n, depth: n.depth + 1}
+}
+
+// grow returns n with names added, as a new layer over n (n is left alone), flattened
+// into one index when the chain of layers would grow past maxNameLayers.
+func (n *Names) grow(names []string) *Names {
+	next := n.Over()
+	next.Add(names...)
+	if next.depth <= maxNameLayers {
+		return next
+	}
+	flat := &Names{bySkeleton: map[string][]string{}}
+	for m := next; m != nil; m = m.base {
+		for k, v := range m.bySkeleton {
+			for _, name := range v {
+				if !slices.Contains(flat.bySkeleton[k], name) {
+					flat.bySkeleton[k] = append(flat.bySkeleton[k], name)
+				}
+			}
+		}
+	}
+	return flat
+}
+
 // ConfusableWith returns the indexed names, sorted, that differ from name but have its
 // skeleton. A nil *Names has none.
 func (n *Names) ConfusableWith(name string) []string {
-	if n == nil {
-		return nil
-	}
+	k := textguard.Skeleton(name)
 	var out []string
-	for _, o := range n.bySkeleton[textguard.Skeleton(name)] {
-		if o != name {
-			out = append(out, o)
+	for m := n; m != nil; m = m.base {
+		for _, o := range m.bySkeleton[k] {
+			if o != name && !slices.Contains(out, o) {
+				out = append(out, o)
+			}
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +64,12 @@ type Service struct {
 	namesAt AuditHead
 	tools   []ToolRecord
 	names   *Names
+
+	// crawlKept is every tool name of the catalog as of the audit head crawlAt, kept
+	// between crawl runs (crawlNames); read-only once stored.
+	crawlMu   sync.Mutex
+	crawlAt   AuditHead
+	crawlKept *Names
 }
 
 // New returns a Service.
@@ -265,16 +272,75 @@ type crawlRun struct {
 	names *Names
 }
 
-// namesFor returns the run's names, reading the catalog's once.
+// namesFor returns the run's names: a layer of its own over the service's (crawlNames).
 func (r *crawlRun) namesFor(ctx context.Context, s *Service) (*Names, error) {
 	if r.names == nil {
+		base, err := s.crawlNames(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.names = base.Over()
+	}
+	return r.names, nil
+}
+
+// crawlNamesEntries bounds the audit entries crawlNames follows before it reads every
+// server again instead.
+const crawlNamesEntries = 1024
+
+// crawlNames returns the names of every tool of the catalog for a crawl run. With an
+// Auditor (every write moves the head), they are kept between runs as of an audit head
+// and brought up to date from the change feed (ChangedServers): one read of the head when
+// nothing changed, else the entries since and the tools of the servers they name, not
+// every server's; so a crawl worker that records a few servers an invocation (the AWS
+// fan-out) reads a few servers' state per invocation, not the catalog's. The head is read
+// before the tools, so the names are never older than the head they are kept under.
+// Tools are never taken out of the catalog (a removed tool keeps its record), so names
+// only grow.
+func (s *Service) crawlNames(ctx context.Context) (*Names, error) {
+	if s.auditor == nil {
 		tools, err := s.cat.Tools(ctx)
 		if err != nil {
 			return nil, err
 		}
-		r.names = namesOf(tools)
+		return namesOf(tools), nil
 	}
-	return r.names, nil
+	s.crawlMu.Lock()
+	defer s.crawlMu.Unlock()
+	since := AuditHead{Seq: -1} // nothing kept: read every server
+	if s.crawlKept != nil {
+		since = s.crawlAt
+	}
+	ch, err := ChangedServers(ctx, s.cat, since, crawlNamesEntries)
+	if err != nil {
+		return nil, err
+	}
+	if ch.All {
+		tools, err := s.cat.Tools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.crawlKept, s.crawlAt = namesOf(tools), ch.Head
+		return s.crawlKept, nil
+	}
+	var added []string
+	for _, server := range slices.Sorted(maps.Keys(ch.Servers)) {
+		tools, err := s.cat.ServerTools(ctx, server)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tools {
+			added = append(added, t.Tool)
+		}
+	}
+	if len(added) > 0 {
+		s.crawlKept = s.crawlKept.grow(added)
+	}
+	s.crawlAt = ch.Head
+	return s.crawlKept, nil
 }
 
 // ingest is Ingest, within a crawl run when run is not nil.
