@@ -285,4 +285,24 @@ func TestCrawlRunsFollowTheChangeFeed(t *testing.T) {
 		t.Error("other was graded confusable")
 	}
 	reads("a run after 1,025 entries", 1, 1)
+	// A larger catalog follows more: 16 entries per server it holds tools of.
+	for i := range 70 {
+		n := fmt.Sprintf("s%02d", i)
+		if _, err := other.AddServer(ctx, warrant.Server{Name: n, URL: "https://" + n + ".example.com/mcp"}); err != nil {
+			t.Fatal(err)
+		}
+		run(other, n, "tool_"+n, "A tool.")
+	}
+	run(worker, "d", "other_two", "Other.")
+	cat.tools, cat.serverTools = 0, 0
+	if head, err = sq.AuditHead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sq.AppendAudit(ctx, warrant.AuditAppend{Prev: head, Records: catalogtest.Records(head, 1100, "trust_changed")}); err != nil {
+		t.Fatal(err)
+	}
+	if !confusable(run(worker, "d", "t\u03bfol_s07", "A tool.")) {
+		t.Error("t\u03bfol_s07 was not graded confusable with s07's tool_s07")
+	}
+	reads("a run after 1,100 entries, 75 servers with tools", 0, 2) // d's own, and from the feed
 }

@@ -67,9 +67,10 @@ type Service struct {
 
 	// crawlKept is every tool name of the catalog as of the audit head crawlAt, kept
 	// between crawl runs (crawlNames); read-only once stored.
-	crawlMu   sync.Mutex
-	crawlAt   AuditHead
-	crawlKept *Names
+	crawlMu      sync.Mutex
+	crawlAt      AuditHead
+	crawlKept    *Names
+	crawlServers map[string]bool // the servers crawlKept holds tools of
 }
 
 // New returns a Service.
@@ -284,9 +285,16 @@ func (r *crawlRun) namesFor(ctx context.Context, s *Service) (*Names, error) {
 	return r.names, nil
 }
 
-// crawlNamesEntries bounds the audit entries crawlNames follows before it reads every
-// server again instead.
-const crawlNamesEntries = 1024
+// crawlNamesEntries and crawlNamesPerServer bound the audit entries crawlNames follows
+// before it reads every server again instead: 1,024, or 16 per server of the catalog when
+// that is more. Reading 128 entries is one Query of a few REC# items; reading every server
+// is a read per server, so following up to 16 entries per server costs no more than
+// reading them all — and a first crawl through many workers, whose invocations each find
+// the others' entries (41 per server of 40 new tools), keeps following the log.
+const (
+	crawlNamesEntries   = 1024
+	crawlNamesPerServer = 16
+)
 
 // crawlNames returns the names of every tool of the catalog for a crawl run. With an
 // Auditor (every write moves the head), they are kept between runs as of an audit head
@@ -311,7 +319,7 @@ func (s *Service) crawlNames(ctx context.Context) (*Names, error) {
 	if s.crawlKept != nil {
 		since = s.crawlAt
 	}
-	ch, err := ChangedServers(ctx, s.cat, since, crawlNamesEntries)
+	ch, err := ChangedServers(ctx, s.cat, since, max(crawlNamesEntries, crawlNamesPerServer*len(s.crawlServers)))
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +328,10 @@ func (s *Service) crawlNames(ctx context.Context) (*Names, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.crawlKept, s.crawlAt = namesOf(tools), ch.Head
+		s.crawlKept, s.crawlAt, s.crawlServers = namesOf(tools), ch.Head, map[string]bool{}
+		for _, t := range tools {
+			s.crawlServers[t.Server] = true
+		}
 		return s.crawlKept, nil
 	}
 	var added []string
@@ -335,6 +346,7 @@ func (s *Service) crawlNames(ctx context.Context) (*Names, error) {
 		for _, t := range tools {
 			added = append(added, t.Tool)
 		}
+		s.crawlServers[server] = true
 	}
 	if len(added) > 0 {
 		s.crawlKept = s.crawlKept.grow(added)
