@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
@@ -25,7 +26,8 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/warrant"
 )
 
-// The crash test's child: this test binary run as TestSequencerCrashChild with these set.
+// The crash test's child: this test binary run with these set (TestMain runs crashChild
+// instead of the tests).
 const (
 	envCrashChild = "AGENTGATE_SEQ_CRASH_CHILD" // the child's number
 	envCrashTable = "AGENTGATE_SEQ_CRASH_TABLE"
@@ -58,7 +60,7 @@ func TestSequencerCrash(t *testing.T) {
 	acked := map[string]bool{}
 	modes := []string{"", "before", "after", "", "before"}
 	for k, mode := range modes {
-		cmd := exec.Command(self, "-test.run=^TestSequencerCrashChild$", "-test.count=1", "-test.timeout=60s")
+		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), awstest.Env(t)...)
 		cmd.Env = append(cmd.Env, envCrashChild+"="+strconv.Itoa(k), envCrashTable+"="+s.st.table, envCrashKey+"="+keyPath, envCrashAt+"="+mode)
 		cmd.Stderr = os.Stderr
@@ -138,15 +140,19 @@ func TestSequencerCrash(t *testing.T) {
 	t.Logf("%d acknowledged, %d in the log, %d lost, %d entries verified", len(acked), len(inLog), lost, len(recs))
 }
 
-// TestSequencerCrashChild is the crash test's child process (it does nothing otherwise).
-func TestSequencerCrashChild(t *testing.T) {
-	child := os.Getenv(envCrashChild)
-	if child == "" {
-		t.Skip("the child of TestSequencerCrash")
+// crashChild is the crash test's child process (TestMain runs it when envCrashChild is
+// set): four writers append through the sequencer, printing "ACK <id>" for each
+// acknowledged append, until the parent kills the process, or it kills itself at the
+// moment envCrashAt names. It returns an exit status when it cannot start.
+func crashChild() int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "crash child: %v\n", err)
+		return 2
 	}
+	child := os.Getenv(envCrashChild)
 	key, err := keysigner.Load(os.Getenv(envCrashKey))
 	if err != nil {
-		t.Fatal(err)
+		return fail(err)
 	}
 	mode := os.Getenv(envCrashAt)
 	var txs sync.Mutex
@@ -174,20 +180,26 @@ func TestSequencerCrashChild(t *testing.T) {
 				return out, md, err
 			}), middleware.Before)
 	}
-	cfg := awstest.Config(t)
+	// The parent's endpoint, region and credentials (awstest.Env), as the SDK reads them.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	var stdout sync.Mutex
 	var wg sync.WaitGroup
 	for w := range 4 {
-		c, err := dynamostore.NewCatalog(t.Context(), dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, crash) }),
+		c, err := dynamostore.NewCatalog(ctx, dynamostore.CatalogConfig{Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, crash) }),
 			Table: os.Getenv(envCrashTable), Sequencer: &dynamostore.SequencerConfig{Log: &audit.Chainer{Signer: key}, StaleAfter: 500 * time.Millisecond, Wait: 10 * time.Second}})
 		if err != nil {
-			t.Fatal(err)
+			return fail(err)
 		}
 		wg.Go(func() {
 			for i := range 500 {
 				id := fmt.Sprintf("%s/%d/%d", child, w, i)
 				e := warrant.Event{Type: "decisions_recorded", Actor: "crash-child", At: time.Now().UTC(), Body: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))}
-				if err := c.AppendEvents(t.Context(), []warrant.Event{e}); err != nil {
+				if err := c.AppendEvents(ctx, []warrant.Event{e}); err != nil {
 					fmt.Fprintf(os.Stderr, "child %s writer %d: %v\n", child, w, err)
 					continue
 				}
@@ -199,6 +211,7 @@ func TestSequencerCrashChild(t *testing.T) {
 	}
 	wg.Wait()
 	// Not reached when the parent or the crash kills it first; a child that ran out of
-	// appends waits to be killed, so that every child ends the same way.
-	time.Sleep(time.Minute)
+	// appends waits to be killed (within its minute), so that every child ends the same way.
+	<-ctx.Done()
+	return 1
 }

@@ -17,7 +17,12 @@ import (
 	"github.com/agentgate-dev/agentgate/internal/locker/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envCrashChild) != "" {
+		os.Exit(crashChild()) // TestSequencerCrash's child process, not a test run
+	}
+	os.Exit(awstest.Main(m))
+}
 
 // newStore returns a PadStore on a fresh table shaped like template.yaml's PadsTable.
 // Extra APIOptions (call counters, fault injectors) are installed on its client.

@@ -126,6 +126,10 @@ func (e *UnknownServerError) Error() string {
 // Unwrap returns ErrNotFound.
 func (e *UnknownServerError) Unwrap() error { return ErrNotFound }
 
+// crawlByName is the most servers a crawl request names that Crawl reads one by one
+// (Catalog.Server) rather than with the whole server list (Catalog.Servers).
+const crawlByName = 64
+
 // Crawl runs one crawl, the same from the CLI and the crawl function: it selects the
 // servers (req.Servers, else all), resolves each one's headers, checks the package of
 // each pinned one (req.Packages), lists them all through
@@ -138,22 +142,48 @@ func (s *Service) Crawl(ctx context.Context, req CrawlRequest) ([]CrawlOutcome, 
 	if req.Headers == nil || req.Lister == nil {
 		return nil, errors.New("warrant: CrawlRequest.Headers and Lister are required")
 	}
-	servers, err := s.cat.Servers(ctx)
-	if err != nil {
-		return nil, err
+	// A run of a few named servers (a fan-out worker's batch, `crawl a b`) reads them by
+	// name: reading the whole server list instead would cost every invocation of the
+	// fan-out a read of every server.
+	var servers []Server
+	byName := len(req.Servers) > 0 && len(req.Servers) <= crawlByName
+	if !byName {
+		var err error
+		if servers, err = s.cat.Servers(ctx); err != nil {
+			return nil, err
+		}
+	}
+	lookup := func(n string) (Server, bool, error) {
+		if !byName {
+			i := slices.IndexFunc(servers, func(srv Server) bool { return srv.Name == n })
+			if i < 0 {
+				return Server{}, false, nil
+			}
+			return servers[i], true, nil
+		}
+		srv, err := s.cat.Server(ctx, n)
+		if errors.Is(err, ErrNotFound) {
+			return Server{}, false, nil
+		}
+		return srv, err == nil, err
 	}
 	out := []CrawlOutcome{}
 	if len(req.Servers) > 0 {
 		var picked []Server
 		for _, n := range req.Servers {
-			i := slices.IndexFunc(servers, func(srv Server) bool { return srv.Name == n })
+			if slices.ContainsFunc(picked, func(srv Server) bool { return srv.Name == n }) {
+				continue
+			}
+			srv, ok, err := lookup(n)
 			switch {
-			case i < 0 && req.RefuseUnknown:
+			case err != nil:
+				return nil, err
+			case !ok && req.RefuseUnknown:
 				return nil, &UnknownServerError{Name: n}
-			case i < 0:
+			case !ok:
 				out = append(out, CrawlOutcome{Server: n, Failed: StageSelect, Err: &UnknownServerError{Name: n}})
-			case !slices.ContainsFunc(picked, func(srv Server) bool { return srv.Name == n }):
-				picked = append(picked, servers[i])
+			default:
+				picked = append(picked, srv)
 			}
 		}
 		servers = picked

@@ -120,10 +120,15 @@ func TestCrawlRun(t *testing.T) {
 	}
 }
 
-// countingCatalog counts Tools and ServerTools reads.
+// countingCatalog counts Tools, ServerTools and Servers reads.
 type countingCatalog struct {
 	warrant.Catalog
-	tools, serverTools int
+	tools, serverTools, servers int
+}
+
+func (c *countingCatalog) Servers(ctx context.Context) ([]warrant.Server, error) {
+	c.servers++
+	return c.Catalog.Servers(ctx)
 }
 
 func (c *countingCatalog) Tools(ctx context.Context) ([]warrant.ToolRecord, error) {
@@ -258,7 +263,10 @@ func TestCrawlRunsFollowTheChangeFeed(t *testing.T) {
 		if cat.tools != tools || cat.serverTools != serverTools {
 			t.Errorf("%s: read Tools %d times and ServerTools %d times, want %d and %d", step, cat.tools, cat.serverTools, tools, serverTools)
 		}
-		cat.tools, cat.serverTools = 0, 0
+		if cat.servers != 0 {
+			t.Errorf("%s: a run of one named server read the whole server list %d times", step, cat.servers)
+		}
+		cat.tools, cat.serverTools, cat.servers = 0, 0, 0
 	}
 	run(worker, "z", "send_mail", "Send mail.")
 	reads("the worker's first run", 1, 1)
@@ -305,4 +313,12 @@ func TestCrawlRunsFollowTheChangeFeed(t *testing.T) {
 		t.Error("t\u03bfol_s07 was not graded confusable with s07's tool_s07")
 	}
 	reads("a run after 1,100 entries, 75 servers with tools", 0, 2) // d's own, and from the feed
+	// A run of every server reads the list once.
+	if _, err := worker.Crawl(ctx, warrant.CrawlRequest{Headers: func(context.Context, warrant.Server) (map[string]string, error) { return nil, nil },
+		Lister: &fakeLister{}}); err != nil {
+		t.Fatal(err)
+	}
+	if cat.servers != 1 {
+		t.Errorf("a run of every server read the server list %d times, want 1", cat.servers)
+	}
 }
