@@ -57,7 +57,7 @@ bench:
 ## bench-scale: the scale benchmark (test/scale; docs/aws.md, "Scale: measured and modelled"): the crawl
 ## function, a replica's approvals refresh and the audit log's appends at a stated fraction of 5,000 servers
 ## × 40 tools, and a crawl of 500 servers through the fan-out, against moto and a fake fleet on loopback (about
-## 20 min); its figures merged into bench.json,
+## 15 min); its figures merged into bench.json,
 ## the others kept. Neither make bench nor make test runs it. SCALE_SERVERS, SCALE_SMALL, ... resize it.
 .PHONY: bench-scale
 bench-scale:
