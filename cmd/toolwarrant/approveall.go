@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentgate-dev/agentgate/internal/approvalsapi"
 	"github.com/agentgate-dev/agentgate/internal/cli"
 	"github.com/agentgate-dev/agentgate/internal/trust"
 	"github.com/agentgate-dev/agentgate/internal/warrant"
@@ -25,7 +26,9 @@ time and listed. Nothing outside the list is approved: a tool crawled after the 
 read moves the audit head, and the statement is refused whole (read again, sign again).
 A statement names at most 25 tools (one DynamoDB transaction); more are approved by
 several statements, each over the head the last one left. --dry-run prints the list and
-signs nothing. Not available with --remote yet (the approvals API has no bulk route).`
+signs nothing. With --remote, the approvals API reads the list and records each
+statement (POST /v1/servers/SERVER/bulk) with your AWS principal as the decider, as a
+single approval there does; --sign-key, --agent and --ssh-key do not apply.`
 
 // bulkJSON is what approve --all-pending reports (--json; docs/toolwarrant.md).
 type bulkJSON struct {
@@ -57,7 +60,7 @@ func (a *app) approveAll(cmd *cobra.Command, sf *signingFlags, server, note stri
 	if r, err := a.remote(cmd); err != nil {
 		return err
 	} else if r != nil {
-		return cli.Usage(cmd, "--all-pending is not available with --remote: approve one tool at a time there, or open the review page ('toolwarrant review --remote URL')")
+		return a.remoteApproveAll(cmd, r, server, note, dryRun, asJSON)
 	}
 	ctx := cmd.Context()
 	var att warrant.BulkAttester
@@ -98,6 +101,48 @@ func (a *app) approveAll(cmd *cobra.Command, sf *signingFlags, server, note stri
 			from = res.AuditHead
 			out.Statements++
 			out.By = res.Decisions[0].Actor
+		}
+		out.AuditHead = &from
+	}
+	if asJSON {
+		return writeJSON(a.env.Stdout, out)
+	}
+	a.printBulk(out)
+	return nil
+}
+
+// remoteApproveAll is approve SERVER --all-pending --remote: the list from GET
+// /v1/servers/SERVER/bulk, then one POST per statement of at most warrant.MaxBulk tools,
+// each over the head the last one left.
+func (a *app) remoteApproveAll(cmd *cobra.Command, r *approvalsapi.Remote, server, note string, dryRun, asJSON bool) error {
+	for _, f := range []string{"sign-key", "agent", "ssh-key"} {
+		if cmd.Flags().Changed(f) {
+			return cli.Usage(cmd, "--%s with --remote: the approvals API records your AWS principal as the decider; drop --%s", f, f)
+		}
+	}
+	ctx := cmd.Context()
+	cand, err := r.BulkCandidates(ctx, server)
+	if err != nil {
+		return remoteFailed(err)
+	}
+	out := bulkJSON{Server: server, DryRun: dryRun, Approved: cand.Items, ReadHead: cand.AuditHead, Held: []heldJSON{}}
+	for _, h := range cand.Held {
+		out.Held = append(out.Held, heldJSON(h))
+	}
+	if !dryRun && len(cand.Items) > 0 {
+		from := cand.AuditHead
+		for start := 0; start < len(cand.Items); start += warrant.MaxBulk {
+			chunk := cand.Items[start:min(start+warrant.MaxBulk, len(cand.Items))]
+			res, err := r.ApproveAll(ctx, server, approvalsapi.BulkRequest{Items: chunk, AuditHead: &from, Note: note})
+			if err != nil {
+				if out.Statements > 0 {
+					err = fmt.Errorf("%w (the first %d tools were approved by %d statements; run again for the rest)", err, start, out.Statements)
+				}
+				return remoteFailed(err)
+			}
+			from = res.AuditHead
+			out.Statements++
+			out.By = res.By
 		}
 		out.AuditHead = &from
 	}

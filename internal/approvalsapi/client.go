@@ -310,6 +310,31 @@ func (c *Remote) Decide(ctx context.Context, server, tool string, req DecisionRe
 	return d, nil
 }
 
+// BulkCandidates reads what one bulk approval of server may name (GET …/bulk).
+func (c *Remote) BulkCandidates(ctx context.Context, server string) (BulkAnswer, error) {
+	var a BulkAnswer
+	err := c.getJSON(ctx, "/v1/servers/"+url.PathEscape(server)+"/bulk", nil, &a)
+	if err == nil && a.Server != server {
+		err = fmt.Errorf("approvals API: GET /v1/servers/%s/bulk answered for server %q", server, a.Server)
+	}
+	return a, err
+}
+
+// ApproveAll records one bulk approval of req.Items (at most warrant.MaxBulk) over
+// req.AuditHead, as the caller's IAM principal.
+func (c *Remote) ApproveAll(ctx context.Context, server string, req BulkRequest) (BulkApproval, error) {
+	path := "/v1/servers/" + url.PathEscape(server) + "/bulk"
+	_, b, err := c.do(ctx, http.MethodPost, path, nil, req)
+	if err != nil {
+		return BulkApproval{}, err
+	}
+	var a BulkApproval
+	if err := json.Unmarshal(b, &a); err != nil || a.Server != server || len(a.Approved) != len(req.Items) || a.By == "" {
+		return a, fmt.Errorf("approvals API: POST %s: unexpected answer %q (the approvals may have been recorded: check 'toolwarrant list --remote')", path, b)
+	}
+	return a, nil
+}
+
 // AddServer adds a server to the catalog as the caller's IAM principal; false when an
 // identical one was already there.
 func (c *Remote) AddServer(ctx context.Context, req ServerRequest) (bool, error) {

@@ -8,10 +8,13 @@
 //	GET  /v1/servers/{server}/tools/{tool}/versions/{v}  one version (a digest, a prefix, or "current")
 //	POST /v1/servers/{server}/tools/{tool}/decisions     approve, reject or roll back one exact digest
 //	POST /v1/servers                                     add a server for the crawl to list
+//	GET  /v1/servers/{server}/bulk                       what one bulk approval may name, what it may not
+//	POST /v1/servers/{server}/bulk                       approve up to 25 routine first-sight tools in one statement
 //	GET  /v1/audit?after=SEQ&limit=N                     audit entries after SEQ, as export lines
 //
 // It is a transport and only translates. A request becomes a warrant.Service call: a
-// decision goes through the decision use case (warrant.Service.DecideAs) with the
+// decision goes through the decision use case (warrant.Service.DecideAs, or ApproveAllAs
+// for a bulk approval) with the
 // caller's IAM principal as the attester (iamattest.Attester). The answer is JSON, and the
 // service's errors become statuses in one function (errors.go). The caller's principal
 // and request ID are handed in by a function of the request (Config.Caller). The

@@ -84,3 +84,39 @@ type DecisionAnswer struct {
 	// Unchanged is true when the digest was already the approved one (nothing recorded).
 	Unchanged bool `json:"unchanged"`
 }
+
+// BulkAnswer is GET /v1/servers/{server}/bulk: the audit head read first, the routine
+// first-sight tools of the server one bulk approval may name (warrant.BulkCandidates),
+// and the pending tools held for review one at a time, with the reason.
+type BulkAnswer struct {
+	AuditHead warrant.AuditHead  `json:"auditHead"`
+	Server    string             `json:"server"`
+	Items     []warrant.BulkItem `json:"items"`
+	Held      []BulkHeld         `json:"held"`
+}
+
+// BulkHeld is a pending tool a bulk approval may not name.
+type BulkHeld struct {
+	Tool   string           `json:"tool"`
+	Digest warrant.Digest   `json:"digest"`
+	Grade  warrant.Severity `json:"grade"`
+	Reason string           `json:"reason"`
+}
+
+// BulkRequest is the body of POST /v1/servers/{server}/bulk: one bulk approval of at
+// most warrant.MaxBulk tools, recorded as one statement attesting the caller's principal,
+// only if AuditHead is still the head.
+type BulkRequest struct {
+	Items     []warrant.BulkItem `json:"items"`
+	AuditHead *warrant.AuditHead `json:"auditHead"`
+	Note      string             `json:"note"`
+}
+
+// BulkApproval is the answer of POST /v1/servers/{server}/bulk: the tools approved, by
+// whom, and the head after the last approval.
+type BulkApproval struct {
+	Server    string             `json:"server"`
+	Approved  []warrant.BulkItem `json:"approved"`
+	By        string             `json:"by"`
+	AuditHead warrant.AuditHead  `json:"auditHead"`
+}

@@ -80,6 +80,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /v1/servers/{server}/tools/{tool}/versions/{version}", h.version)
 	h.mux.HandleFunc("POST /v1/servers/{server}/tools/{tool}/decisions", h.decide)
 	h.mux.HandleFunc("POST /v1/servers", h.addServer)
+	h.mux.HandleFunc("GET /v1/servers/{server}/bulk", h.bulkCandidates)
+	h.mux.HandleFunc("POST /v1/servers/{server}/bulk", h.bulkApprove)
 	h.mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		h.writeErr(rw, r, fmt.Errorf("%w: no route %s %s", errRoute, r.Method, r.URL.Path))
 	})
@@ -270,6 +272,63 @@ func (h *Handler) decide(rw http.ResponseWriter, r *http.Request) {
 		slog.String("decision", string(req.Decision)), slog.String("by", who), slog.Int64("audit_seq", head.Seq))
 	writeJSON(rw, http.StatusCreated, map[string]any{"server": server, "tool": tool, "digest": req.Digest, "decision": req.Decision, "by": who,
 		"auditHead": head, "auditEntry": strconv.FormatInt(head.Seq, 10)})
+}
+
+// bulkCandidates answers what one bulk approval of the server may name, and what it
+// may not (BulkAnswer), over the audit head read first.
+func (h *Handler) bulkCandidates(rw http.ResponseWriter, r *http.Request) {
+	if _, err := h.principal(r); err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	server := r.PathValue("server")
+	head, items, held, err := h.svc.BulkCandidates(r.Context(), server)
+	if err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	a := BulkAnswer{AuditHead: head, Server: server, Items: items, Held: []BulkHeld{}}
+	if a.Items == nil {
+		a.Items = []warrant.BulkItem{}
+	}
+	for _, t := range held {
+		a.Held = append(a.Held, BulkHeld{Tool: t.Row.Tool, Digest: t.Row.Current, Grade: t.Row.Grade, Reason: t.Reason})
+	}
+	writeJSON(rw, http.StatusOK, a)
+}
+
+// bulkApprove records one bulk approval (warrant.Service.ApproveAllAs) as the caller's
+// principal: every item must be a routine first-sight tool at its pending digest, the
+// head the caller read must still be the head, and one statement attests them all.
+func (h *Handler) bulkApprove(rw http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	c, err := h.principal(r)
+	if err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	server := r.PathValue("server")
+	var req BulkRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		h.writeErr(rw, r, fmt.Errorf("%w: the body is not a bulk approval: %v", warrant.ErrInvalid, err))
+		return
+	}
+	if req.AuditHead == nil {
+		h.writeErr(rw, r, fmt.Errorf("%w: auditHead is required: the head you read, from GET /v1/servers/%s/bulk", warrant.ErrInvalid, server))
+		return
+	}
+	res, err := h.svc.ApproveAllAs(ctx, warrant.BulkRequest{Server: server, Items: req.Items, Note: req.Note, ReadHead: req.AuditHead},
+		iamattest.Attester{Principal: c.Principal, RequestID: c.RequestID, CrawlRole: h.crawlRole})
+	if err != nil {
+		h.writeErr(rw, r, err)
+		return
+	}
+	who := res.Decisions[0].Actor
+	h.log.InfoContext(ctx, "bulk approval recorded", slog.String("server", server), slog.Int("tools", len(res.Decisions)),
+		slog.String("by", who), slog.Int64("audit_seq", res.AuditHead.Seq))
+	writeJSON(rw, http.StatusCreated, BulkApproval{Server: server, Approved: req.Items, By: who, AuditHead: res.AuditHead})
 }
 
 // ServerRequest is the body of POST /v1/servers: a server for the crawl to list, its

@@ -69,7 +69,7 @@ type Attester struct {
 	CrawlRole string
 }
 
-var _ warrant.Attester = Attester{}
+var _ warrant.BulkAttester = Attester{}
 
 // Decider returns the principal; warrant.ErrForbidden for none and for the crawl role.
 func (a Attester) Decider(context.Context, warrant.AuditHead) (string, error) {
@@ -95,6 +95,17 @@ func (a Attester) Attest(_ context.Context, c warrant.Claim) ([]byte, []byte, er
 	return stmt, []byte(SignaturePrefix + a.RequestID), nil
 }
 
+// AttestBulk returns the claim's canonical bulk approval statement (trust.NewBulkApproval:
+// the server, the exact list, the decider and the head read) and SignaturePrefix followed
+// by the request ID.
+func (a Attester) AttestBulk(_ context.Context, c warrant.BulkClaim) ([]byte, []byte, error) {
+	stmt, err := trust.NewBulkApproval(c.Server, c.Items, c.Decider, c.Head, c.At).Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return stmt, []byte(SignaturePrefix + a.RequestID), nil
+}
+
 // Attested reports whether an audit event body is an IAM-attested decision.
 func Attested(event json.RawMessage) bool {
 	var d struct {
@@ -105,8 +116,15 @@ func Attested(event json.RawMessage) bool {
 
 // Check verifies one IAM-attested decision entry (its hash and log signature already
 // verified): the statement is canonical, describes this decision, names the recorded
-// actor as signer and the entry before this one as the audit head read.
+// actor as signer and the entry before this one as the audit head read. An entry of a bulk
+// approval after its first is checked by [Checker], which knows the entries before it.
 func Check(r warrant.AuditRecord, event json.RawMessage) []string {
+	return check(r, event, warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash})
+}
+
+// check is Check with the head the statement must name: the entry before this one, or,
+// for a bulk approval's later entries, the entry before its first.
+func check(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead) []string {
 	var d trust.DecisionEvent
 	if err := json.Unmarshal(event, &d); err != nil {
 		return []string{"decision is not readable: " + err.Error()}
@@ -125,22 +143,63 @@ func Check(r warrant.AuditRecord, event json.RawMessage) []string {
 	if _, _, ok := Role(s.Signer); !ok && !strings.HasPrefix(s.Signer, "arn:aws") {
 		p = append(p, fmt.Sprintf("attested principal %q is not an AWS ARN", s.Signer))
 	}
-	if prev := (warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}); s.AuditHead != prev {
-		p = append(p, fmt.Sprintf("the statement was made over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq))
+	if s.AuditHead != prev {
+		what := "the entry before it"
+		if d.Item != nil && *d.Item > 0 {
+			what = "the entry before its bulk approval's first"
+		}
+		p = append(p, fmt.Sprintf("the statement was made over audit head %d, not %s (%d)", s.AuditHead.Seq, what, prev.Seq))
 	}
 	return p
+}
+
+// bulkRun is an IAM-attested bulk approval being checked: its statement, the head before
+// its first entry, and the item and seq its next entry must have.
+type bulkRun struct {
+	statement string
+	head      warrant.AuditHead
+	item      int
+	items     int
+	seq       int64
 }
 
 // Checker returns an audit.Options.Check that sends IAM-attested decisions to Check and
 // every other entry to next (trust.State.Step for OpenSSH-signed decisions and trust list
 // changes). With crawlRole set, a decision attested by that role (or a session of it) is
 // a problem: the crawl identity can never decide.
+//
+// An IAM-attested bulk approval is one statement over its Items entries, written one after
+// another in one transaction: each must be the next item of the run, and the statement
+// names the head before the first. The returned func checks entries in order and keeps
+// that run between calls: use one per verification.
 func Checker(next func(warrant.AuditRecord, json.RawMessage) []string, crawlRole string) func(warrant.AuditRecord, json.RawMessage) []string {
+	var run *bulkRun
 	return func(r warrant.AuditRecord, event json.RawMessage) []string {
+		var p []string
+		cur := run
+		run = nil
+		var d trust.DecisionEvent
+		attested := Attested(event)
+		if attested {
+			_ = json.Unmarshal(event, &d)
+		}
+		if cur != nil && (!attested || d.Item == nil || string(d.Statement) != cur.statement || *d.Item != cur.item || r.Seq != cur.seq) {
+			p = append(p, fmt.Sprintf("an IAM-attested bulk approval's entries stop at entry %d, before all %d of its tools were recorded", r.Seq, cur.items))
+			cur = nil
+		}
 		switch r.Type {
 		case string(warrant.DecisionApproved), string(warrant.DecisionRejected), string(warrant.DecisionRolledBack):
-			if Attested(event) {
-				p := Check(r, event)
+			if attested {
+				prev := warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}
+				if cur != nil {
+					prev = cur.head
+				} else if d.Item != nil && *d.Item != 0 {
+					p = append(p, fmt.Sprintf("entry %d is item %d of a bulk approval whose first entry is not before it", r.Seq, *d.Item))
+				}
+				p = append(p, check(r, event, prev)...)
+				if d.Item != nil && *d.Item+1 < d.Items {
+					run = &bulkRun{statement: string(d.Statement), head: prev, item: *d.Item + 1, items: d.Items, seq: r.Seq + 1}
+				}
 				if crawlRole != "" && Same(r.Actor, crawlRole) {
 					p = append(p, "the decision was made by the crawl role, which may never decide")
 				}
@@ -148,8 +207,8 @@ func Checker(next func(warrant.AuditRecord, json.RawMessage) []string, crawlRole
 			}
 		}
 		if next == nil {
-			return nil
+			return p
 		}
-		return next(r, event)
+		return append(p, next(r, event)...)
 	}
 }

@@ -237,3 +237,105 @@ func TestRemoteServerAdd(t *testing.T) {
 		t.Errorf("audit log: %+v", rep.Problems)
 	}
 }
+
+// TestRemoteBulkApproval: `toolwarrant approve SERVER --all-pending --remote` approves
+// every routine first-sight tool of a server through the approvals API (GET and POST
+// /v1/servers/{server}/bulk) as the caller's IAM principal, in one statement that attests
+// it: a dry run records nothing, a reader and the crawl role are refused and nothing is
+// recorded, the approvals are one entry per tool after the head read, a second run finds
+// nothing to approve, and the remote export verifies offline with the crawl role named.
+func TestRemoteBulkApproval(t *testing.T) {
+	s := newStack(t)
+	ctx := t.Context()
+	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
+		t.Fatalf("crawl: %+v, %v", res, err)
+	}
+	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
+		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
+		"AKIDCAROL": {secret: "carol-secret", arn: "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"},
+		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
+	}}
+	url := gw.start(t)
+	dir := t.TempDir()
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
+	run := func(akid, secret string, want int, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
+			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
+		code, stdout, stderr := testenv.RunCommand(t, cmd)
+		if code != want {
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	w := s.warrant(t, "test", awsapp.WarrantOptions{})
+	before, err := w.Catalog.AuditHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type bulkOut struct {
+		Approved   []warrant.BulkItem
+		Statements int
+		By         string
+		ReadHead   warrant.AuditHead
+		AuditHead  *warrant.AuditHead
+		Held       []struct{ Tool string }
+	}
+	out, _ := run("AKIDALICE", "alice-secret", 0, "approve", "weather", "--all-pending", "--dry-run", "--remote", url, "--json")
+	var dry bulkOut
+	decodeJSON(t, []byte(out), &dry)
+	if len(dry.Approved) != 2 || dry.Statements != 0 || dry.ReadHead != before || dry.AuditHead != nil {
+		t.Fatalf("--dry-run --remote: %s (head %+v)", out, before)
+	}
+	_, stderr := run("AKIDCAROL", "carol-secret", 2, "approve", "weather", "--all-pending", "--remote", url)
+	if !strings.Contains(stderr, "ApproverPolicyArn") {
+		t.Errorf("an auditor's bulk approval: %s", stderr)
+	}
+	_, stderr = run("AKIDCRAWL", "crawl-secret", 2, "approve", "weather", "--all-pending", "--remote", url)
+	if !strings.Contains(stderr, "crawl role") {
+		t.Errorf("the crawl role's bulk approval: %s", stderr)
+	}
+	_, stderr = run("AKIDALICE", "alice-secret", 2, "approve", "weather", "--all-pending", "--remote", url, "--sign-key", "id_ed25519")
+	if !strings.Contains(stderr, "drop --sign-key") {
+		t.Errorf("--sign-key with --remote: %s", stderr)
+	}
+	if h, _ := w.Catalog.AuditHead(ctx); h != before {
+		t.Fatalf("a dry run or a refusal moved the audit head from %+v to %+v", before, h)
+	}
+	out, _ = run("AKIDALICE", "alice-secret", 0, "approve", "weather", "--all-pending", "--remote", url, "--note", "first sight", "--json")
+	var done bulkOut
+	decodeJSON(t, []byte(out), &done)
+	after, _ := w.Catalog.AuditHead(ctx)
+	if len(done.Approved) != 2 || done.Statements != 1 || done.By != alice || done.AuditHead == nil || *done.AuditHead != after || after.Seq != before.Seq+2 {
+		t.Fatalf("approve --all-pending --remote: %s (head %+v → %+v)", out, before, after)
+	}
+	tools, err := w.Service.List(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tools {
+		if r.State != warrant.StateApproved {
+			t.Errorf("%s is %s after the bulk approval", r.Tool, r.State)
+		}
+	}
+	if out, _ = run("AKIDALICE", "alice-secret", 0, "approve", "weather", "--all-pending", "--remote", url); !strings.Contains(out, "no routine first-sight tool is pending") {
+		t.Errorf("a second bulk approval: %s", out)
+	}
+	export, _ := run("AKIDCAROL", "carol-secret", 0, "audit", "export", "--remote", url)
+	der, err := x509.MarshalPKIXPublicKey(w.Signer.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"audit.jsonl": []byte(export), "log-key.der": der} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ = run("AKIDALICE", "alice-secret", 0, "audit", "verify", "--export", "audit.jsonl", "--log-pub", "log-key.der", "--crawl-role", crawlRole)
+	if !strings.HasPrefix(out, fmt.Sprintf("ok: %d entries verified", after.Seq)) {
+		t.Errorf("audit verify of the remote export: %s", out)
+	}
+}
