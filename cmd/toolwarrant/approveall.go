@@ -48,12 +48,9 @@ type bulkJSON struct {
 	Held []heldJSON `json:"held"`
 }
 
-type heldJSON struct {
-	Tool   string           `json:"tool"`
-	Digest warrant.Digest   `json:"digest"`
-	Grade  warrant.Severity `json:"grade"`
-	Reason string           `json:"reason"`
-}
+// heldJSON is a pending tool left for review one at a time: what the approvals API
+// answers for it too.
+type heldJSON = approvalsapi.BulkHeld
 
 // approveAll is approve SERVER --all-pending.
 func (a *app) approveAll(cmd *cobra.Command, sf *signingFlags, server, note string, dryRun, asJSON bool) error {
@@ -88,21 +85,16 @@ func (a *app) approveAll(cmd *cobra.Command, sf *signingFlags, server, note stri
 		out.Held = append(out.Held, heldJSON{Tool: h.Row.Tool, Digest: h.Row.Current, Grade: h.Row.Grade, Reason: h.Reason})
 	}
 	if !dryRun && len(items) > 0 {
-		from := head
-		for start := 0; start < len(items); start += warrant.MaxBulk {
-			chunk := items[start:min(start+warrant.MaxBulk, len(items))]
+		err := approveChunks(&out, func(chunk []warrant.BulkItem, from warrant.AuditHead) (warrant.AuditHead, string, error) {
 			res, err := w.Service.ApproveAllAs(ctx, warrant.BulkRequest{Server: server, Items: chunk, Note: note, ReadHead: &from}, att)
 			if err != nil {
-				if out.Statements > 0 {
-					err = fmt.Errorf("%w (the first %d tools were approved by %d statements; run again for the rest)", err, start, out.Statements)
-				}
-				return bulkFailed(err)
+				return from, "", err
 			}
-			from = res.AuditHead
-			out.Statements++
-			out.By = res.Decisions[0].Actor
+			return res.AuditHead, res.Decisions[0].Actor, nil
+		})
+		if err != nil {
+			return bulkFailed(err)
 		}
-		out.AuditHead = &from
 	}
 	if asJSON {
 		return writeJSON(a.env.Stdout, out)
@@ -125,31 +117,46 @@ func (a *app) remoteApproveAll(cmd *cobra.Command, r *approvalsapi.Remote, serve
 	if err != nil {
 		return remoteFailed(err)
 	}
-	out := bulkJSON{Server: server, DryRun: dryRun, Approved: cand.Items, ReadHead: cand.AuditHead, Held: []heldJSON{}}
-	for _, h := range cand.Held {
-		out.Held = append(out.Held, heldJSON(h))
-	}
+	out := bulkJSON{Server: server, DryRun: dryRun, Approved: cand.Items, ReadHead: cand.AuditHead, Held: cand.Held}
 	if !dryRun && len(cand.Items) > 0 {
-		from := cand.AuditHead
-		for start := 0; start < len(cand.Items); start += warrant.MaxBulk {
-			chunk := cand.Items[start:min(start+warrant.MaxBulk, len(cand.Items))]
+		err := approveChunks(&out, func(chunk []warrant.BulkItem, from warrant.AuditHead) (warrant.AuditHead, string, error) {
 			res, err := r.ApproveAll(ctx, server, approvalsapi.BulkRequest{Items: chunk, AuditHead: &from, Note: note})
 			if err != nil {
-				if out.Statements > 0 {
-					err = fmt.Errorf("%w (the first %d tools were approved by %d statements; run again for the rest)", err, start, out.Statements)
-				}
-				return remoteFailed(err)
+				return from, "", err
 			}
-			from = res.AuditHead
-			out.Statements++
-			out.By = res.By
+			return res.AuditHead, res.By, nil
+		})
+		if err != nil {
+			return remoteFailed(err)
 		}
-		out.AuditHead = &from
 	}
 	if asJSON {
 		return writeJSON(a.env.Stdout, out)
 	}
 	a.printBulk(out)
+	return nil
+}
+
+// approveChunks approves out.Approved through approve in statements of at most
+// warrant.MaxBulk tools, each over the head the last one left (the first over
+// out.ReadHead), and records the statements, the decider and the head after them in out.
+// A failure after the first statement says how many tools were approved.
+func approveChunks(out *bulkJSON, approve func(chunk []warrant.BulkItem, from warrant.AuditHead) (warrant.AuditHead, string, error)) error {
+	from := out.ReadHead
+	for start := 0; start < len(out.Approved); start += warrant.MaxBulk {
+		chunk := out.Approved[start:min(start+warrant.MaxBulk, len(out.Approved))]
+		next, by, err := approve(chunk, from)
+		if err != nil {
+			if out.Statements > 0 {
+				err = fmt.Errorf("%w (the first %d tools were approved by %d statements; run again for the rest)", err, start, out.Statements)
+			}
+			return err
+		}
+		from = next
+		out.Statements++
+		out.By = by
+	}
+	out.AuditHead = &from
 	return nil
 }
 

@@ -25,31 +25,7 @@ func TestRemoteCLI(t *testing.T) {
 	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
 		t.Fatalf("crawl: %+v, %v", res, err)
 	}
-	const auditor = "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"
-	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
-		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
-		"AKIDCAROL": {secret: "carol-secret", arn: auditor},
-		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
-	}}
-	url := gw.start(t)
-
-	dir := t.TempDir()
-	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
-	// run runs the CLI as the holder of akid/secret, with no catalog file anywhere: every
-	// answer comes through the API.
-	run := func(akid, secret string, want int, args ...string) (string, string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
-			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
-		code, stdout, stderr := testenv.RunCommand(t, cmd)
-		if code != want {
-			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
-		}
-		return stdout, stderr
-	}
+	gw, url, dir, run := remoteCLI(t, s)
 	asAlice := func(want int, args ...string) (string, string) {
 		return run("AKIDALICE", "alice-secret", want, args...)
 	}
@@ -172,6 +148,37 @@ func TestRemoteCLI(t *testing.T) {
 	}
 }
 
+// remoteCLI starts the approvals function behind the SigV4-verifying gateway stand-in for
+// alice (an approver), carol (a read-only auditor) and the crawl role, builds the CLI, and
+// returns the gateway, its URL, the CLI's working directory and run: the CLI run as the
+// holder of akid/secret with no catalog file anywhere (every answer comes through the API),
+// failing the test unless it exits with want.
+func remoteCLI(t *testing.T, s *stack) (*gateway, string, string, func(akid, secret string, want int, args ...string) (string, string)) {
+	t.Helper()
+	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
+		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
+		"AKIDCAROL": {secret: "carol-secret", arn: "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"},
+		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
+	}}
+	url := gw.start(t)
+	dir := t.TempDir()
+	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
+	run := func(akid, secret string, want int, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
+			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
+		code, stdout, stderr := testenv.RunCommand(t, cmd)
+		if code != want {
+			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	return gw, url, dir, run
+}
+
 // TestRemoteServerAdd: `toolwarrant server add --remote` registers a server through the
 // approvals API as the caller's IAM principal (POST /v1/servers, CatalogAdminPolicy): it is
 // in the catalog the dispatcher queues, recorded by that principal in a log that verifies;
@@ -250,27 +257,7 @@ func TestRemoteBulkApproval(t *testing.T) {
 	if res, err := s.crawl(t, awsapp.WarrantOptions{})(ctx, json.RawMessage(testenv.Event(t, "crawl-scheduled.json"))); err != nil || res.Recorded != 1 {
 		t.Fatalf("crawl: %+v, %v", res, err)
 	}
-	gw := &gateway{region: "us-east-1", fn: s.approvals(t, awsapp.WarrantOptions{}), callers: map[string]caller{
-		"AKIDALICE": {secret: "alice-secret", arn: alice, decide: true},
-		"AKIDCAROL": {secret: "carol-secret", arn: "arn:aws:sts::123456789012:assumed-role/toolwarrant-auditor/carol@example.com"},
-		"AKIDCRAWL": {secret: "crawl-secret", arn: "arn:aws:sts::123456789012:assumed-role/dev-toolwarrant-crawl/cli", decide: true},
-	}}
-	url := gw.start(t)
-	dir := t.TempDir()
-	bin := testenv.BuildCommand(t, "./cmd/toolwarrant")
-	run := func(akid, secret string, want int, args ...string) (string, string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
-			"AWS_ACCESS_KEY_ID=" + akid, "AWS_SECRET_ACCESS_KEY=" + secret, "TOOLWARRANT_CATALOG=" + filepath.Join(dir, "absent.db")}
-		code, stdout, stderr := testenv.RunCommand(t, cmd)
-		if code != want {
-			t.Fatalf("toolwarrant %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
-		}
-		return stdout, stderr
-	}
+	_, url, dir, run := remoteCLI(t, s)
 	w := s.warrant(t, "test", awsapp.WarrantOptions{})
 	before, err := w.Catalog.AuditHead(ctx)
 	if err != nil {
