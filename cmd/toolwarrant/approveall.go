@@ -77,12 +77,9 @@ func (a *app) approveAll(cmd *cobra.Command, sf *signingFlags, server, note stri
 	if err != nil {
 		return failed(fmt.Errorf("%w; 'toolwarrant server list' names the servers", err))
 	}
-	out := bulkJSON{Server: server, DryRun: dryRun, Approved: items, ReadHead: head, Held: []heldJSON{}}
+	out := bulkJSON{Server: server, DryRun: dryRun, Approved: items, ReadHead: head, Held: approvalsapi.Held(held)}
 	if out.Approved == nil {
 		out.Approved = []warrant.BulkItem{}
-	}
-	for _, h := range held {
-		out.Held = append(out.Held, heldJSON{Tool: h.Row.Tool, Digest: h.Row.Current, Grade: h.Row.Grade, Reason: h.Reason})
 	}
 	if !dryRun && len(items) > 0 {
 		err := approveChunks(&out, func(chunk []warrant.BulkItem, from warrant.AuditHead) (warrant.AuditHead, string, error) {

@@ -103,6 +103,15 @@ type BulkHeld struct {
 	Reason string           `json:"reason"`
 }
 
+// Held returns the held tools as the wire shows them (never nil).
+func Held(held []warrant.HeldTool) []BulkHeld {
+	out := make([]BulkHeld, 0, len(held))
+	for _, t := range held {
+		out = append(out, BulkHeld{Tool: t.Row.Tool, Digest: t.Row.Current, Grade: t.Row.Grade, Reason: t.Reason})
+	}
+	return out
+}
+
 // BulkRequest is the body of POST /v1/servers/{server}/bulk: one bulk approval of at
 // most warrant.MaxBulk tools, recorded as one statement attesting the caller's principal,
 // only if AuditHead is still the head.

@@ -287,12 +287,9 @@ func (h *Handler) bulkCandidates(rw http.ResponseWriter, r *http.Request) {
 		h.writeErr(rw, r, err)
 		return
 	}
-	a := BulkAnswer{AuditHead: head, Server: server, Items: items, Held: []BulkHeld{}}
+	a := BulkAnswer{AuditHead: head, Server: server, Items: items, Held: Held(held)}
 	if a.Items == nil {
 		a.Items = []warrant.BulkItem{}
-	}
-	for _, t := range held {
-		a.Held = append(a.Held, BulkHeld{Tool: t.Row.Tool, Digest: t.Row.Current, Grade: t.Row.Grade, Reason: t.Reason})
 	}
 	writeJSON(rw, http.StatusOK, a)
 }

@@ -119,12 +119,13 @@ func Attested(event json.RawMessage) bool {
 // actor as signer and the entry before this one as the audit head read. An entry of a bulk
 // approval after its first is checked by [Checker], which knows the entries before it.
 func Check(r warrant.AuditRecord, event json.RawMessage) []string {
-	return check(r, event, warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash})
+	return check(r, event, false)
 }
 
-// check is Check with the head the statement must name: the entry before this one, or,
-// for a bulk approval's later entries, the entry before its first.
-func check(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead) []string {
+// check is Check; continues: the entry is entry i > 0 of a bulk approval whose entries
+// trust.BulkRuns follows, so its statement names the head before the run's first entry
+// (checked there), not the entry before this one.
+func check(r warrant.AuditRecord, event json.RawMessage, continues bool) []string {
 	var d trust.DecisionEvent
 	if err := json.Unmarshal(event, &d); err != nil {
 		return []string{"decision is not readable: " + err.Error()}
@@ -143,24 +144,10 @@ func check(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead)
 	if _, _, ok := Role(s.Signer); !ok && !strings.HasPrefix(s.Signer, "arn:aws") {
 		p = append(p, fmt.Sprintf("attested principal %q is not an AWS ARN", s.Signer))
 	}
-	if s.AuditHead != prev {
-		what := "the entry before it"
-		if d.Item != nil && *d.Item > 0 {
-			what = "the entry before its bulk approval's first"
-		}
-		p = append(p, fmt.Sprintf("the statement was made over audit head %d, not %s (%d)", s.AuditHead.Seq, what, prev.Seq))
+	if prev := (warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}); !continues && s.AuditHead != prev {
+		p = append(p, fmt.Sprintf("the statement was made over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq))
 	}
 	return p
-}
-
-// bulkRun is an IAM-attested bulk approval being checked: its statement, the head before
-// its first entry, and the item and seq its next entry must have.
-type bulkRun struct {
-	statement string
-	head      warrant.AuditHead
-	item      int
-	items     int
-	seq       int64
 }
 
 // Checker returns an audit.Options.Check that sends IAM-attested decisions to Check and
@@ -168,38 +155,23 @@ type bulkRun struct {
 // changes). With crawlRole set, a decision attested by that role (or a session of it) is
 // a problem: the crawl identity can never decide.
 //
-// An IAM-attested bulk approval is one statement over its Items entries, written one after
-// another in one transaction: each must be the next item of the run, and the statement
-// names the head before the first. The returned func checks entries in order and keeps
-// that run between calls: use one per verification.
+// IAM-attested bulk approvals are followed with trust.BulkRuns, as State follows the
+// OpenSSH-signed ones: fed every IAM-attested entry, and every entry while such a run is
+// open (so that one cut short is found). The returned func keeps that run between calls:
+// use one per verification, fed the entries in order.
 func Checker(next func(warrant.AuditRecord, json.RawMessage) []string, crawlRole string) func(warrant.AuditRecord, json.RawMessage) []string {
-	var run *bulkRun
+	var runs trust.BulkRuns
 	return func(r warrant.AuditRecord, event json.RawMessage) []string {
 		var p []string
-		cur := run
-		run = nil
-		var d trust.DecisionEvent
+		continues := false
 		attested := Attested(event)
-		if attested {
-			_ = json.Unmarshal(event, &d)
-		}
-		if cur != nil && (!attested || d.Item == nil || string(d.Statement) != cur.statement || *d.Item != cur.item || r.Seq != cur.seq) {
-			p = append(p, fmt.Sprintf("an IAM-attested bulk approval's entries stop at entry %d, before all %d of its tools were recorded", r.Seq, cur.items))
-			cur = nil
+		if attested || runs.Open() {
+			continues, p = runs.Next(r, event)
 		}
 		switch r.Type {
 		case string(warrant.DecisionApproved), string(warrant.DecisionRejected), string(warrant.DecisionRolledBack):
 			if attested {
-				prev := warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}
-				if cur != nil {
-					prev = cur.head
-				} else if d.Item != nil && *d.Item != 0 {
-					p = append(p, fmt.Sprintf("entry %d is item %d of a bulk approval whose first entry is not before it", r.Seq, *d.Item))
-				}
-				p = append(p, check(r, event, prev)...)
-				if d.Item != nil && *d.Item+1 < d.Items {
-					run = &bulkRun{statement: string(d.Statement), head: prev, item: *d.Item + 1, items: d.Items, seq: r.Seq + 1}
-				}
+				p = append(p, check(r, event, continues)...)
 				if crawlRole != "" && Same(r.Actor, crawlRole) {
 					p = append(p, "the decision was made by the crawl role, which may never decide")
 				}

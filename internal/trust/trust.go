@@ -273,9 +273,8 @@ type State struct {
 	List *List
 	// Root is the hash of the entry that initialised the list.
 	Root string
-	// bulk is the bulk approval whose entries are being read: its statement, the entry
-	// expected next and the number of the last one read. Nil between them.
-	bulk *bulkRun
+	// bulk follows the bulk approvals whose entries are being read.
+	bulk BulkRuns
 	// Policies are the active review policies, by digest.
 	Policies map[warrant.Digest]ActivePolicy
 }
@@ -297,10 +296,50 @@ type PolicyChange struct {
 	Signature string               `json:"signature"`
 }
 
+// BulkRuns follows bulk approvals along a chain for audit verify. A bulk approval is one
+// statement over its Items entries, written one after another in one transaction: entry
+// i > 0 must follow entry i-1 of the same statement, and a run may not stop before its
+// last entry. State follows the OpenSSH-signed ones; iamattest's checker the IAM-attested
+// ones. The zero value is ready; feed it the entries in order.
+type BulkRuns struct {
+	open *bulkRun // the run being read: nil between runs
+}
+
 type bulkRun struct {
 	statement string
-	next      int
-	seq       int64
+	next      int   // the item expected next
+	seq       int64 // the last entry read
+}
+
+// Open reports whether a bulk approval's entries are being read.
+func (b *BulkRuns) Open() bool { return b.open != nil }
+
+// Next checks entry r (its body event) against the run being read. continues is true for
+// entry i > 0 of a bulk approval: its statement names the head before the run's first
+// entry, which was checked there, not the entry before this one. The problems are a run
+// that stops before its last entry and an entry that does not follow its predecessor.
+func (b *BulkRuns) Next(r warrant.AuditRecord, event json.RawMessage) (continues bool, problems []string) {
+	run := b.open
+	b.open = nil
+	var d DecisionEvent
+	bulk := r.Type == string(warrant.DecisionApproved) && json.Unmarshal(event, &d) == nil && d.Item != nil
+	if run != nil && (!bulk || string(d.Statement) != run.statement) {
+		problems = append(problems, fmt.Sprintf("a bulk approval's entries stop at entry %d, before all its tools were recorded", run.seq))
+		run = nil
+	}
+	if !bulk {
+		return false, problems
+	}
+	if *d.Item > 0 {
+		continues = true
+		if run == nil || run.next != *d.Item || run.seq != r.Seq-1 {
+			problems = append(problems, fmt.Sprintf("entry %d of a bulk approval does not follow its entry %d", *d.Item, *d.Item-1))
+		}
+	}
+	if *d.Item+1 < d.Items {
+		b.open = &bulkRun{statement: string(d.Statement), next: *d.Item + 1, seq: r.Seq}
+	}
+	return continues, problems
 }
 
 // DecisionEvent is the part of a decision entry's body that audit verify checks,
@@ -342,23 +381,13 @@ func (s Statement) Describes(r warrant.AuditRecord, d DecisionEvent) bool {
 // It returns the problems found (none for other entry types).
 func (st *State) Step(r warrant.AuditRecord, event json.RawMessage) []string {
 	prev := warrant.AuditHead{Seq: r.Seq - 1, Hash: r.PrevHash}
-	var p []string
-	run := st.bulk
-	st.bulk = nil
-	if run != nil && (r.Type != string(warrant.DecisionApproved) || !bulkEntry(event, run.statement)) {
-		// A bulk approval's entries are written in one transaction, one after another.
-		p = append(p, fmt.Sprintf("a bulk approval's entries stop at entry %d, before all its tools were recorded", run.seq))
-	}
-	return append(p, st.step(r, event, prev, run)...)
+	continues, p := st.bulk.Next(r, event)
+	return append(p, st.step(r, event, prev, continues)...)
 }
 
-// bulkEntry reports whether event is a decision entry carrying statement.
-func bulkEntry(event json.RawMessage, statement string) bool {
-	var d DecisionEvent
-	return json.Unmarshal(event, &d) == nil && d.Item != nil && string(d.Statement) == statement
-}
-
-func (st *State) step(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead, run *bulkRun) []string {
+// step is Step for one entry; continues: it is entry i > 0 of a bulk approval
+// (BulkRuns.Next), whose statement names the head before the run's first entry.
+func (st *State) step(r warrant.AuditRecord, event json.RawMessage, prev warrant.AuditHead, continues bool) []string {
 	switch r.Type {
 	case EventTrustChanged:
 		var c Change
@@ -401,18 +430,8 @@ func (st *State) step(r warrant.AuditRecord, event json.RawMessage, prev warrant
 		if s.Signer != r.Actor {
 			p = append(p, fmt.Sprintf("recorded actor %q is not the signer %q", r.Actor, s.Signer))
 		}
-		switch {
-		case s.Type == TypeBulk && d.Item != nil && *d.Item > 0:
-			// Entry i > 0 of a bulk approval follows entry i-1 of the same statement; the
-			// first was checked against the head the statement names.
-			if run == nil || run.statement != string(d.Statement) || run.next != *d.Item || run.seq != r.Seq-1 {
-				p = append(p, fmt.Sprintf("entry %d of a bulk approval does not follow its entry %d", *d.Item, *d.Item-1))
-			}
-		case s.AuditHead != prev:
+		if !continues && s.AuditHead != prev {
 			p = append(p, fmt.Sprintf("the statement was signed over audit head %d, not the entry before it (%d)", s.AuditHead.Seq, prev.Seq))
-		}
-		if s.Type == TypeBulk && d.Item != nil && *d.Item+1 < d.Items {
-			st.bulk = &bulkRun{statement: string(d.Statement), next: *d.Item + 1, seq: r.Seq}
 		}
 		return p
 	}
